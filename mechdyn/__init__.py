@@ -1,0 +1,1 @@
+"""mechdyn: specialized multibody forward dynamics with a verification harness."""

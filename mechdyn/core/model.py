@@ -1,0 +1,218 @@
+"""The immutable mechanism model: what a `.mech` file describes.
+
+A `Model` is built once by `mechdyn.core.parse` and never changes. Algorithms
+take it as their first argument and keep their workspace elsewhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+BASE = -1  # parent index of a body attached to the fixed base
+
+JointKind = Literal["revolute", "prismatic", "floating"]
+LoopKind = Literal["revolute", "prismatic", "cylindrical", "spherical", "point-on-line", "distance"]
+
+# constraints imposed by each loop joint type
+LOOP_NC: dict[str, int] = {
+    "revolute": 5,
+    "prismatic": 5,
+    "cylindrical": 4,
+    "spherical": 3,
+    "point-on-line": 2,
+    "distance": 1,
+}
+
+
+def _frozen(a) -> np.ndarray:
+    """A read-only float array, so a Model cannot be mutated through its arrays."""
+    out = np.array(a, dtype=float)
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    parent: int  # index of the parent body, BASE for the base
+    joint: JointKind
+    axis: int  # 0, 1, 2 for x, y, z; -1 for floating
+    xtree: np.ndarray  # (3,) joint frame origin in the parent body frame
+    mass: float
+    cg: np.ndarray  # (3,) centre of mass in the body frame
+    inertia: np.ndarray  # (3, 3) about the CG, body axes
+    fext: bool
+    line: int  # line of the `body` statement, for messages
+
+    @property
+    def nq(self) -> int:
+        return 7 if self.joint == "floating" else 1
+
+    @property
+    def nv(self) -> int:
+        return 6 if self.joint == "floating" else 1
+
+
+@dataclass(frozen=True)
+class Poi:
+    name: str
+    body: int  # BASE allowed
+    pos: np.ndarray  # (3,) body-frame coordinates
+    line: int
+
+
+@dataclass(frozen=True)
+class Loop:
+    name: str
+    joint: LoopKind
+    pred: int  # BASE allowed
+    succ: int
+    anchor_pred: np.ndarray  # (3,) in the predecessor frame
+    anchor_succ: np.ndarray  # (3,) in the successor frame
+    axis: np.ndarray | None  # (3,) unit vector in the predecessor frame
+    length: float | None  # distance loops only
+    line: int
+
+    @property
+    def nc(self) -> int:
+        return LOOP_NC[self.joint]
+
+
+@dataclass(frozen=True)
+class Tsda:
+    name: str
+    poi_a: int  # index into Model.pois
+    poi_b: int
+    k: float
+    c: float
+    l0: float
+    act: int  # slot in act[], -1 when not an input
+    line: int
+
+
+@dataclass(frozen=True)
+class Rsda:
+    name: str
+    body: int  # the tree joint is this body's joint
+    k: float
+    c: float
+    q0: float
+    act: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Roller:
+    body: int
+    radius: float
+    end: bool
+    drive: bool
+    teeth: int  # 0 when not given
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    root: int
+    plane: str
+    shoes: int
+    pitch: float
+    mass: float
+    cg: np.ndarray
+    inertia: np.ndarray
+    fext: bool
+    rollers: tuple[Roller, ...]
+    pad: np.ndarray | None  # (3,) z, lx, ly
+    thickness: float | None
+    kn: float | None
+    kt: float | None
+    mu: float | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Ground:
+    terrain: str  # "plane" or "sine"
+    params: np.ndarray  # plane: nx ny nz d; sine: z0 amp wx wy
+    kn: float
+    kt: float | None
+    mu: float
+    line: int
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    path: str  # file the model came from ("<string>" when parsed from text)
+    source: str  # the exact text, for content-addressed caches
+    gravity: np.ndarray  # (3,)
+    stab: float
+    bodies: tuple[Body, ...]
+    pois: tuple[Poi, ...] = ()
+    loops: tuple[Loop, ...] = ()
+    tsdas: tuple[Tsda, ...] = ()
+    rsdas: tuple[Rsda, ...] = ()
+    tracks: tuple[Track, ...] = ()
+    ground: Ground | None = None
+    # derived layout, filled by __post_init__
+    qidx: tuple[int, ...] = field(init=False)  # first q slot of each body
+    vidx: tuple[int, ...] = field(init=False)  # first v slot of each body
+    nq: int = field(init=False)
+    nv: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        qidx, vidx, nq, nv = [], [], 0, 0
+        for b in self.bodies:
+            qidx.append(nq)
+            vidx.append(nv)
+            nq += b.nq
+            nv += b.nv
+        object.__setattr__(self, "qidx", tuple(qidx))
+        object.__setattr__(self, "vidx", tuple(vidx))
+        object.__setattr__(self, "nq", nq)
+        object.__setattr__(self, "nv", nv)
+
+    @property
+    def nbody(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def nc(self) -> int:
+        return sum(lp.nc for lp in self.loops)
+
+    @property
+    def nact(self) -> int:
+        return sum(1 for e in (*self.tsdas, *self.rsdas) if e.act >= 0)
+
+    @property
+    def mobility(self) -> int:
+        """Degrees of freedom left once the loops are closed (assuming full rank)."""
+        return self.nv - self.nc
+
+    def body_index(self, name: str) -> int:
+        """Index of the body called `name` (BASE for "base")."""
+        if name == "base":
+            return BASE
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i
+        raise KeyError(name)
+
+    def q0(self) -> np.ndarray:
+        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree."""
+        q = np.zeros(self.nq)
+        for b, i in zip(self.bodies, self.qidx):
+            if b.joint == "floating":
+                q[i] = 1.0
+                q[i + 4 : i + 7] = b.xtree
+        return q
+
+    def support(self, i: int) -> list[int]:
+        """Bodies on the path from body i to the base, i first."""
+        path = []
+        while i != BASE:
+            path.append(i)
+            i = self.bodies[i].parent
+        return path
