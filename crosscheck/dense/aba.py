@@ -1,0 +1,90 @@
+"""Articulated-body algorithm (RBDA §7.3), split into a configuration factor and a per-right-hand-side solve."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechdyn.core.kinematics import forward_kinematics
+from mechdyn.core.model import BASE, Model
+from mechdyn.core.spatial import crf, crm, jcalc, xtree
+
+from .common import applied_forces, body_inertias, gravity_accel, require_tree
+from .elements import rsda_torque, tsda_forces
+
+
+@dataclass(frozen=True)
+class AbaFactor:
+    Xup: np.ndarray  # (nbody, 6, 6) parent coords → body coords
+    S: tuple[np.ndarray, ...]  # per body (6, nv_i)
+    IA: np.ndarray  # (nbody, 6, 6) articulated-body inertias
+    U: tuple[np.ndarray, ...]  # per body IA S, (6, nv_i)
+    Dinv: tuple[np.ndarray, ...]  # per body (Sᵀ IA S)⁻¹, (nv_i, nv_i)
+    Ia: np.ndarray  # (nbody, 6, 6) IA − U D⁻¹ Uᵀ, the inertia passed to the parent
+
+
+def aba_factor(model: Model, q: np.ndarray) -> AbaFactor:
+    """The configuration-only ABA pass: Xup, S, articulated inertias IA, U and D⁻¹."""
+    require_tree(model)
+    q = np.asarray(q, dtype=float)
+    nb = model.nbody
+    Xup, S = np.zeros((nb, 6, 6)), [None] * nb
+    for i, b in enumerate(model.bodies):
+        XJ, S[i] = jcalc(b, q[model.qidx[i] : model.qidx[i] + b.nq])
+        Xup[i] = XJ @ xtree(b)
+    IA = body_inertias(model)
+    U, Dinv, Ia = [None] * nb, [None] * nb, np.zeros((nb, 6, 6))
+    for i in reversed(range(nb)):
+        U[i] = IA[i] @ S[i]
+        Dinv[i] = np.linalg.inv(S[i].T @ U[i])
+        Ia[i] = IA[i] - U[i] @ Dinv[i] @ U[i].T
+        p = model.bodies[i].parent
+        if p != BASE:
+            IA[p] += Xup[i].T @ Ia[i] @ Xup[i]
+    return AbaFactor(Xup, tuple(S), IA, tuple(U), tuple(Dinv), Ia)
+
+
+def aba_solve(model: Model, fac: AbaFactor, tau: np.ndarray, c: np.ndarray | None = None,
+              pA: np.ndarray | None = None, a0: np.ndarray | None = None) -> np.ndarray:
+    """qdd from the two remaining ABA passes given tau, per-body c_i and pA_i (nbody, 6) and base acceleration a0; H⁻¹ tau when all are None."""
+    tau = np.asarray(tau, dtype=float)
+    nb = model.nbody
+    c = np.zeros((nb, 6)) if c is None else np.asarray(c, dtype=float)
+    pA = np.zeros((nb, 6)) if pA is None else np.array(pA, dtype=float)  # copied: accumulated in place
+    a0 = np.zeros(6) if a0 is None else np.asarray(a0, dtype=float)
+    u = [None] * nb
+    for i in reversed(range(nb)):
+        b = model.bodies[i]
+        u[i] = tau[model.vidx[i] : model.vidx[i] + b.nv] - fac.S[i].T @ pA[i]
+        if b.parent != BASE:
+            pa = pA[i] + fac.Ia[i] @ c[i] + fac.U[i] @ fac.Dinv[i] @ u[i]
+            pA[b.parent] += fac.Xup[i].T @ pa
+    qdd = np.zeros(model.nv)
+    a = np.zeros((nb, 6))
+    for i, b in enumerate(model.bodies):
+        ap = a0 if b.parent == BASE else a[b.parent]
+        a_ = fac.Xup[i] @ ap + c[i]
+        qddi = fac.Dinv[i] @ (u[i] - fac.U[i].T @ a_)
+        qdd[model.vidx[i] : model.vidx[i] + b.nv] = qddi
+        a[i] = a_ + fac.S[i] @ qddi
+    return qdd
+
+
+def forward_aba(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                fext: np.ndarray | None = None, act: np.ndarray | None = None) -> np.ndarray:
+    """Forward dynamics qdd by ABA, with gravity, external forces and force elements."""
+    require_tree(model)
+    q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+    kin = forward_kinematics(model, q, qd)
+    fac = aba_factor(model, q)
+    I = body_inertias(model)
+    fx = applied_forces(model, kin, fext, tsda_forces(model, kin, act))
+    nb = model.nbody
+    c, pA = np.zeros((nb, 6)), np.zeros((nb, 6))
+    for i, b in enumerate(model.bodies):
+        v = kin.v[i]
+        vJ = fac.S[i] @ qd[model.vidx[i] : model.vidx[i] + b.nv]
+        c[i] = crm(v) @ vJ
+        pA[i] = crf(v) @ I[i] @ v - fx[i]
+    tau = np.asarray(tau, dtype=float) + rsda_torque(model, q, qd, act)
+    return aba_solve(model, fac, tau, c, pA, gravity_accel(model))

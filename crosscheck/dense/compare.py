@@ -1,0 +1,105 @@
+"""Comparisons that `crosscheck dense` runs, each returning a Check."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+from tqdm import tqdm
+
+from crosscheck.checks import Check
+from mechdyn.core.kinematics import forward_kinematics, point_state
+from mechdyn.core.model import Model
+from mechdyn.core.sample import State, random_state, scaled_error
+from mechdyn.dynamics import Dynamics
+
+from .aba import forward_aba
+from .elements import tsda_state
+from .fd import forward_crba
+
+GATE_QDD = 1e-12  # two dense routes in double precision on O(1)-conditioned trees
+GATE_OBSERVE = 1e-12  # kinematics only: no solve, so no conditioning to allow for
+
+
+def random_states(model: Model, trials: int, seed: int, desc: str) -> Iterable[State]:
+    """`trials` seeded random states, with a progress bar on a terminal."""
+    rng = np.random.default_rng(seed)
+    for _ in tqdm(range(trials), desc=desc, unit="state", leave=False, disable=None):
+        yield random_state(model, rng)
+
+
+def worst_over_states(states: Iterable[State], a: Callable[[State], np.ndarray], b: Callable[[State], np.ndarray]) -> tuple[float, int]:
+    """Largest scaled error of a against b over the states, and the trial where it occurred."""
+    worst, at = 0.0, -1
+    for k, s in enumerate(states):
+        e = scaled_error(a(s), b(s))
+        if e > worst or at < 0:
+            worst, at = e, k
+    return worst, at
+
+
+def crba_vs_aba(model: Model, trials: int = 1000, seed: int = 0) -> Check:
+    """The CRBA route (H qdd = tau − C, dense solve) against the articulated-body algorithm."""
+    worst, at = worst_over_states(
+        random_states(model, trials, seed, "crba vs aba"),
+        lambda s: forward_crba(model, s.q, s.qd, s.tau, s.fext, s.act),
+        lambda s: forward_aba(model, s.q, s.qd, s.tau, s.fext, s.act),
+    )
+    return Check("crba_vs_aba", worst, GATE_QDD,
+                 f"{trials} trials, max scaled |qdd_crba - qdd_aba| (worst at trial {at})")
+
+
+def gen_gate(nv: int) -> float:
+    """1e-9, growing as (nv/64)^4 past 64 coordinates: cond(H) of a long serial chain grows like its length^4."""
+    return 1e-9 * max(1.0, (nv / 64) ** 4)
+
+
+def gen_vs_dense(dyn: Dynamics, trials: int = 1000, seed: int = 0) -> Check:
+    """The generated C against the dense CRBA route on the same random states."""
+    model = dyn.model
+    worst, at = worst_over_states(
+        random_states(model, trials, seed, "generated vs dense"),
+        lambda s: dyn.forward(s.q, s.qd, s.tau, s.fext, s.act),
+        lambda s: forward_crba(model, s.q, s.qd, s.tau, s.fext, s.act),
+    )
+    return Check("gen_vs_dense", worst, gen_gate(model.nv),
+                 f"{trials} trials, max scaled |qdd_generated - qdd_dense| (worst at trial {at})")
+
+
+def dense_observe(model: Model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """The observation vector recomputed from the dense kinematics: POIs, then TSDA l and l̇, then RSDA q and q̇."""
+    kin = forward_kinematics(model, q, qd)
+    parts = [np.concatenate(point_state(model, kin, p.body, p.pos)) for p in model.pois]
+    l, ldot = tsda_state(model, kin)
+    parts += [np.array([a, b]) for a, b in zip(l, ldot)]
+    parts += [np.array([q[model.qidx[e.body]], qd[model.vidx[e.body]]]) for e in model.rsdas]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def observe_vs_dense(dyn: Dynamics, trials: int = 1000, seed: int = 0) -> Check:
+    """fwd_dyn_observe (POI motion, TSDA l and l̇, RSDA state) against the dense kinematics."""
+    model = dyn.model
+    worst, at = worst_over_states(
+        random_states(model, trials, seed, "observe vs dense"),
+        lambda s: dyn.observe(s.q, s.qd),
+        lambda s: dense_observe(model, s.q, s.qd),
+    ) if dyn.observe_len else (0.0, -1)
+    detail = (f"{trials} trials, {dyn.observe_len} outputs, max scaled |obs_generated - obs_dense| (worst at trial {at})"
+              if dyn.observe_len else "nothing declared to observe, fwd_dyn_observe is empty")
+    return Check("observe_vs_dense", worst, GATE_OBSERVE, detail)
+
+
+def find_roundtrip(dyn: Dynamics) -> Check:
+    """fwd_dyn_find returns each declared name's index and -1 for unknown kinds and names; value = mismatches."""
+    model = dyn.model
+    acts = sorted((e.act, e.name) for e in (*model.tsdas, *model.rsdas) if e.act >= 0)
+    expected = {("poi", p.name): i for i, p in enumerate(model.pois)}
+    expected |= {("tsda", e.name): i for i, e in enumerate(model.tsdas)}
+    expected |= {("rsda", e.name): i for i, e in enumerate(model.rsdas)}
+    expected |= {("act", n): i for i, n in acts}
+    declared = len(expected)
+    expected |= {(k, "no-such-name"): -1 for k in ("poi", "tsda", "rsda", "act")}
+    expected |= {("bogus", name): -1 for (_, name) in list(expected)[:1]}
+    bad = [key for key, want in expected.items() if dyn.find(*key) != want]
+    return Check("find_roundtrip", float(len(bad)), 0.0,
+                 f"{declared} declared names and {len(expected) - declared} bogus lookups, mismatches"
+                 + (f" e.g. {bad[0]}" if bad else ""))

@@ -1,0 +1,38 @@
+"""Composite-rigid-body algorithm (RBDA §6.2): the joint-space inertia matrix H."""
+from __future__ import annotations
+
+import numpy as np
+
+from mechdyn.core.model import BASE, Model
+from mechdyn.core.spatial import jcalc, xtree
+
+from .common import body_inertias, require_tree
+
+
+def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
+    """H(q) by composite rigid bodies, (nv, nv) symmetric positive definite."""
+    require_tree(model)
+    q = np.asarray(q, dtype=float)
+    nb = model.nbody
+    Xup, S = np.zeros((nb, 6, 6)), [None] * nb
+    for i, b in enumerate(model.bodies):
+        XJ, S[i] = jcalc(b, q[model.qidx[i] : model.qidx[i] + b.nq])
+        Xup[i] = XJ @ xtree(b)
+    IC = body_inertias(model)
+    for i in reversed(range(nb)):
+        p = model.bodies[i].parent
+        if p != BASE:
+            IC[p] += Xup[i].T @ IC[i] @ Xup[i]
+    H = np.zeros((model.nv, model.nv))
+    for i, b in enumerate(model.bodies):
+        vi = slice(model.vidx[i], model.vidx[i] + b.nv)
+        F = IC[i] @ S[i]
+        H[vi, vi] = S[i].T @ F
+        j = i
+        while model.bodies[j].parent != BASE:
+            F = Xup[j].T @ F
+            j = model.bodies[j].parent
+            vj = slice(model.vidx[j], model.vidx[j] + model.bodies[j].nv)
+            H[vi, vj] = F.T @ S[j]
+            H[vj, vi] = H[vi, vj].T
+    return H

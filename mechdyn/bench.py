@@ -1,0 +1,73 @@
+"""Benchmark: the generated fwd_dyn timed in a C loop, beside the dense reference.
+
+Timing is the minimum over repeats of a C loop that cycles through a pool of
+256 random states with a running checksum (so the compiler cannot drop calls);
+the flop count is exact, counted when the code was generated.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from crosscheck.dense import forward_crba
+from mechdyn.core.sample import random_state
+from mechdyn.dynamics import Dynamics
+
+POOL = 256
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    model: str
+    nq: int
+    nv: int
+    flops: int
+    ns_per_call: float
+    dense_ns_per_call: float
+    checksum: float
+
+    @property
+    def speedup(self) -> float:
+        return self.dense_ns_per_call / self.ns_per_call
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / self.ns_per_call
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"speedup": self.speedup, "gflops": self.gflops, "machine": machine()}
+
+
+def machine() -> str:
+    """CPU model and core count, for benchmark tables."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or platform.machine()
+    return f"{cpu}, {os.cpu_count()} cores"
+
+
+def bench(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_calls: int = 200, seed: int = 0) -> BenchResult:
+    """ns/call of the generated code (min over repeats) and of the dense reference, on the same state pool."""
+    rng = np.random.default_rng(seed)
+    states = [random_state(dyn.model, rng) for _ in range(POOL)]
+    pool = [np.array([getattr(s, f) for s in states]) for f in ("q", "qd", "tau", "fext", "act")]
+    pool[4] = pool[4].reshape(POOL, dyn.nact)
+    per_call, _ = dyn.time_per_call(*pool, 1000)  # calibrate the loop length
+    ncalls = max(1000, int(seconds / max(per_call, 1e-9)))
+    best, checksum = np.inf, 0.0
+    for _ in tqdm(range(repeats), desc=f"bench {dyn.model.name}", leave=False, disable=None):
+        t, checksum = dyn.time_per_call(*pool, ncalls)
+        best = min(best, t)
+    t0 = time.perf_counter()
+    for k in range(dense_calls):
+        s = states[k % POOL]
+        forward_crba(dyn.model, s.q, s.qd, s.tau, s.fext, s.act)
+    dense = (time.perf_counter() - t0) / dense_calls
+    return BenchResult(dyn.model.name, dyn.nq, dyn.nv, dyn.flops, best * 1e9, dense * 1e9, checksum)

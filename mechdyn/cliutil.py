@@ -1,0 +1,43 @@
+"""What both command-line tools share: model arguments and the exit-code contract.
+
+Exit codes: 0 every check passed, 1 a check failed, 2 bad input (with one
+`file:line: message` on stderr and no traceback).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from mechdyn.core.parse import MechError, ModelNotFound
+
+EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+
+
+class InputError(Exception):
+    """Bad command-line input other than a model file error; printed as is."""
+
+
+def run(main: Callable[[list[str] | None], int], argv: list[str] | None) -> int:
+    """Run a CLI entry point, turning input errors into one line on stderr and exit code 2."""
+    try:
+        return main(argv)
+    except (MechError, ModelNotFound, InputError) as e:
+        print(e, file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write text to path so that readers see the old file or the whole new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,55 @@
+"""Pass 2: the joint-space inertia matrix H by the composite-rigid-body algorithm (RBDA §6.2).
+
+Only the lower triangle is produced, and only the entries that the tree's
+branch structure allows: H[i][j] for j an ancestor coordinate of i.
+"""
+from __future__ import annotations
+
+from mechdyn.core.model import BASE, Model
+
+from .expr import Builder, Val
+from .kinematics import TreeKinematics
+from .sspatial import Rbi, rbi_add, rbi_apply, rbi_to_parent, xf_force_T
+
+
+def body_inertia(model: Model, i: int) -> Rbi:
+    """Body i's rigid-body inertia about its own origin, as generation-time constants."""
+    bd = model.bodies[i]
+    m, c, Ic = float(bd.mass), [float(x) for x in bd.cg], bd.inertia
+    # Ī = Ic + m (|c|² 1 − c cᵀ), the parallel-axis theorem
+    cc = sum(x * x for x in c)
+    I = [[float(Ic[i][j]) + m * ((cc if i == j else 0.0) - c[i] * c[j]) if j <= i else 0.0
+          for j in range(3)] for i in range(3)]
+    return Rbi(m, [m * x for x in c], I)
+
+
+def composite_inertias(b: Builder, kin: TreeKinematics) -> list[Rbi]:
+    """Ic_i: the inertia of the subtree rooted at body i, in body i's coordinates."""
+    model = kin.model
+    Ic = [body_inertia(model, i) for i in range(model.nbody)]
+    for i in range(model.nbody - 1, -1, -1):
+        p = model.bodies[i].parent
+        if p != BASE:
+            Ic[p] = rbi_add(b, Ic[p], rbi_to_parent(b, kin.Xup[i], Ic[i]))
+    return Ic
+
+
+def mass_matrix(b: Builder, kin: TreeKinematics) -> dict[tuple[int, int], Val]:
+    """The lower triangle of H as {(row, col): value}, row ≥ col, structural zeros absent."""
+    model = kin.model
+    Ic = composite_inertias(b, kin)
+    H: dict[tuple[int, int], Val] = {}
+    for i in range(model.nbody):
+        vi = model.vidx[i]
+        for a, s in enumerate(kin.S[i]):
+            F = rbi_apply(b, Ic[i], s)
+            for c, sc in enumerate(kin.S[i][: a + 1]):
+                H[vi + a, vi + c] = b.dot(sc, F)
+            j = i
+            while model.bodies[j].parent != BASE:
+                F = xf_force_T(b, kin.Xup[j], F)
+                j = model.bodies[j].parent
+                vj = model.vidx[j]
+                for c, sc in enumerate(kin.S[j]):
+                    H[vi + a, vj + c] = b.dot(sc, F)
+    return H

@@ -1,0 +1,207 @@
+"""Symbolic scalars that fold structure away as they are built, and emit C.
+
+A value in generated code is either a Python float (a constant known at
+generation time) or a `Sym`: a signed reference to a named C value, an input
+slot such as `q[3]` or a temporary `t17`. Arithmetic on them goes through a
+`Builder`, which
+
+- folds constants, and the structural zeros and ones (`0*x`, `1*x`, `x+0`);
+- keeps signs on the reference, so negation is free and `a-b`, `b-a`, `-(a-b)`
+  share one temporary;
+- hash-conses every operation, so an identical subexpression anywhere in the
+  function is emitted once;
+- emits each operation as one `const double tN = ...;` line and returns a
+  reference to it, so later stages name results instead of re-expanding them.
+
+Every line is a single operation, so the generator's cost is linear in the
+size of the emitted code and the flop count is exact.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Union
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    name: str  # a C lvalue or temporary
+    neg: bool = False  # the value is -name
+
+    def __neg__(self) -> Sym:
+        return Sym(self.name, not self.neg)
+
+    def c(self) -> str:
+        """The C text of this value."""
+        return f"-{self.name}" if self.neg else self.name
+
+
+Val = Union[float, Sym]
+
+OPS_COUNTED = ("+", "-", "*", "/", "sqrt", "sin", "cos")
+
+
+def lit(x: float) -> str:
+    """A C double literal that round-trips exactly."""
+    s = repr(float(x))
+    return s if ("." in s or "e" in s or "n" in s) else s + ".0"
+
+
+def c_text(x: Val) -> str:
+    return lit(x) if isinstance(x, float) else x.c()
+
+
+def _split(x: Val) -> tuple[bool, Val]:
+    """(negative?, magnitude) of a value, for sign-canonical hashing."""
+    if isinstance(x, float):
+        return (x < 0, abs(x))
+    return (x.neg, Sym(x.name))
+
+
+def _key(x: Val) -> str:
+    return lit(x) if isinstance(x, float) else x.name
+
+
+class Builder:
+    """Straight-line C for one function: hash-consed, folded, one operation per line."""
+
+    def __init__(self, prefix: str = "t") -> None:
+        self.prefix = prefix
+        self._stmts: list[tuple[str | None, str, str, tuple[str, ...]]] = []  # (defines, text, op, uses)
+        self._table: dict[tuple, Sym] = {}
+        self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
+
+    # -- emission --------------------------------------------------------
+    def _emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
+        """The temporary holding `text`, emitted once per distinct key."""
+        hit = self._table.get(key)
+        if hit is not None:
+            return hit
+        s = Sym(f"{self.prefix}{len(self._table)}")
+        self._table[key] = s
+        self._stmts.append((s.name, f"const double {s.name} = {text};", op,
+                            tuple(u.name for u in uses if isinstance(u, Sym))))
+        return s
+
+    def stmt(self, text: str, *uses: Val) -> None:
+        """A statement with an effect (a store to an output); it keeps `uses` alive."""
+        self._stmts.append((None, text, "", tuple(u.name for u in uses if isinstance(u, Sym))))
+
+    def store(self, target: str, x: Val) -> None:
+        """`target = x;`"""
+        self.stmt(f"{target} = {c_text(x)};", x)
+
+    def finish(self) -> tuple[list[str], Counter[str]]:
+        """The live statements in order and the count of each live operation (dead temporaries dropped)."""
+        live: set[str] = set()
+        keep = [False] * len(self._stmts)
+        for k in range(len(self._stmts) - 1, -1, -1):
+            name, _, _, uses = self._stmts[k]
+            if name is None or name in live:
+                keep[k] = True
+                live.update(uses)
+        lines = [st[1] for st, kp in zip(self._stmts, keep) if kp]
+        ops = Counter(st[2] for st, kp in zip(self._stmts, keep) if kp and st[0] is not None)
+        return lines, ops
+
+    # -- arithmetic ------------------------------------------------------
+    def add(self, a: Val, b: Val) -> Val:
+        if isinstance(a, float) and isinstance(b, float):
+            return a + b
+        if a == 0.0:
+            return b
+        if b == 0.0:
+            return a
+        if isinstance(a, float):
+            a, b = b, a
+        if isinstance(b, float) and not a.neg and self._affine.get(a.name, ("",))[0] == "+":
+            _, x, c = self._affine[a.name]  # (x + c) + b = x + (c + b)
+            return self.add(x, c + b)
+        na, A = _split(a)
+        nb, B = _split(b)
+        if na == nb:  # ±(A + B)
+            ka, kb = sorted((_key(A), _key(B)))
+            s = self._emit(("+", ka, kb), f"{c_text(A)} + {c_text(B)}", "+", A, B)
+            if isinstance(B, float) and not na:
+                self._affine[s.name] = ("+", A, B)
+            return -s if na else s
+        # A - B with the sign fixed so that a-b and b-a share a temporary
+        P, M, flip = (A, B, na) if _key(A) <= _key(B) else (B, A, not na)
+        if P == M:
+            return 0.0
+        s = self._emit(("-", _key(P), _key(M)), f"{c_text(P)} - {c_text(M)}", "-", P, M)
+        return -s if flip else s
+
+    def sub(self, a: Val, b: Val) -> Val:
+        return self.add(a, self.neg(b))
+
+    @staticmethod
+    def neg(a: Val) -> Val:
+        return -a
+
+    def mul(self, a: Val, b: Val) -> Val:
+        if isinstance(a, float) and isinstance(b, float):
+            return a * b
+        if a == 0.0 or b == 0.0:
+            return 0.0
+        if a == 1.0:
+            return b
+        if b == 1.0:
+            return a
+        if a == -1.0:
+            return -b
+        if b == -1.0:
+            return -a
+        if isinstance(a, float):
+            a, b = b, a
+        if isinstance(b, float) and self._affine.get(a.name, ("",))[0] == "*":
+            _, x, c = self._affine[a.name]  # (x c) b = x (c b)
+            return self.mul(-x if a.neg else x, c * b)
+        na, A = _split(a)
+        nb, B = _split(b)
+        ka, kb = sorted((_key(A), _key(B)))
+        s = self._emit(("*", ka, kb), f"{c_text(A)} * {c_text(B)}", "*", A, B)
+        if isinstance(B, float):
+            self._affine[s.name] = ("*", A, B)
+        return -s if na != nb else s
+
+    def div(self, a: Val, b: Val) -> Val:
+        if isinstance(b, float):
+            if b == 0.0:
+                raise ZeroDivisionError("generated code would divide by a structural zero")
+            return self.mul(a, 1.0 / b) if isinstance(a, Sym) else a / b
+        if a == 0.0:
+            return 0.0
+        na, A = _split(a)
+        nb, B = _split(b)
+        s = self._emit(("/", _key(A), _key(B)), f"{c_text(A)} / {c_text(B)}", "/", A, B)
+        return -s if na != nb else s
+
+    def sqrt(self, a: Val) -> Val:
+        if isinstance(a, float):
+            return a ** 0.5
+        return self._emit(("sqrt", a.c()), f"sqrt({a.c()})", "sqrt", a)
+
+    def sin(self, a: Val) -> Val:
+        na, A = _split(a)
+        if isinstance(A, float):
+            raise TypeError("sin of a constant should be folded by the caller")
+        s = self._emit(("sin", A.name), f"sin({A.name})", "sin", A)
+        return -s if na else s
+
+    def cos(self, a: Val) -> Val:
+        _, A = _split(a)
+        if isinstance(A, float):
+            raise TypeError("cos of a constant should be folded by the caller")
+        return self._emit(("cos", A.name), f"cos({A.name})", "cos", A)
+
+    # -- small compounds -------------------------------------------------
+    def sum(self, *xs: Val) -> Val:
+        """Left fold of add over xs (zeros vanish)."""
+        acc: Val = 0.0
+        for x in xs:
+            acc = self.add(acc, x)
+        return acc
+
+    def dot(self, a: list[Val], b: list[Val]) -> Val:
+        return self.sum(*(self.mul(x, y) for x, y in zip(a, b)))

@@ -1,0 +1,108 @@
+"""Pass 1: per-body joint transforms, base transforms and velocities, symbolically.
+
+Shared by every generated function that needs the tree's kinematics (the
+dynamics and the observation function each run it in their own scope).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from mechdyn.core.model import BASE, Body, Model
+
+from .expr import Builder, Sym, Val
+from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, cross, mtv, vadd, xf_compose, xf_motion
+
+
+def joint_rotation_T(b: Builder, axis: int, q: Sym) -> list[list[Val]]:
+    """E = R(axis, q)ᵀ: the coordinate transform of a body physically turned by q (E = Rᵀ, S = +a)."""
+    c, s = b.cos(q), b.sin(q)
+    E: list[list[Val]] = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    # R has R[i][i] = R[j][j] = c, R[j][i] = s, R[i][j] = -s; E is its transpose
+    E[i][i], E[j][j], E[i][j], E[j][i] = c, c, s, -s
+    return E
+
+
+def quaternion_rotation_T(b: Builder, Q: list[Sym]) -> list[list[Val]]:
+    """E = R(Q)ᵀ for a unit quaternion Q = [w, x, y, z]; the transpose is an index swap."""
+    w, x, y, z = Q
+    two = lambda u, v: b.mul(2.0, b.mul(u, v))  # noqa: E731
+    xx, yy, zz = two(x, x), two(y, y), two(z, z)
+    xy, xz, yz, wx, wy, wz = two(x, y), two(x, z), two(y, z), two(w, x), two(w, y), two(w, z)
+    R = [
+        [b.sub(1.0, b.add(yy, zz)), b.sub(xy, wz), b.add(xz, wy)],
+        [b.add(xy, wz), b.sub(1.0, b.add(xx, zz)), b.sub(yz, wx)],
+        [b.sub(xz, wy), b.add(yz, wx), b.sub(1.0, b.add(xx, yy))],
+    ]
+    return [[R[j][i] for j in range(3)] for i in range(3)]
+
+
+def motion_subspace(body: Body) -> list[Vec6]:
+    """The columns of S: +axis for single-DOF joints, the identity for a floating body."""
+    if body.joint == "floating":
+        return [[1.0 if i == k else 0.0 for i in range(6)] for k in range(6)]
+    col = [0.0] * 6
+    col[body.axis + (0 if body.joint == "revolute" else 3)] = 1.0
+    return [col]
+
+
+class TreeKinematics:
+    """Symbolic kinematics of a model's tree, emitted into one builder on demand."""
+
+    def __init__(self, b: Builder, model: Model, q: str = "q", qd: str | None = "qd") -> None:
+        self.b, self.model = b, model
+        self.q = lambda k: Sym(f"{q}[{k}]")
+        self.qd = (lambda k: Sym(f"{qd}[{k}]")) if qd else None
+        self.S = [motion_subspace(bd) for bd in model.bodies]
+        self._X0: dict[int, Xf] = {}
+
+    def qdot(self, i: int) -> list[Val]:
+        """Body i's velocity coordinates."""
+        bd, v0 = self.model.bodies[i], self.model.vidx[i]
+        return [self.qd(v0 + k) for k in range(bd.nv)]
+
+    def vJ(self, i: int) -> Vec6:
+        """The joint velocity S_i qd_i of body i."""
+        b = self.b
+        return [b.sum(*(b.mul(S[k], u) for S, u in zip(self.S[i], self.qdot(i)))) for k in range(6)]
+
+    @cached_property
+    def Xup(self) -> list[Xf]:
+        """Parent-to-body transform of every body: XJ(q) · plux(1, xtree)."""
+        b, out = self.b, []
+        for bd, iq in zip(self.model.bodies, self.model.qidx):
+            if bd.joint == "revolute":
+                out.append(Xf(joint_rotation_T(b, bd.axis, self.q(iq)), [float(x) for x in bd.xtree]))
+            elif bd.joint == "prismatic":
+                r = [float(x) for x in bd.xtree]
+                r[bd.axis] = b.add(r[bd.axis], self.q(iq))
+                out.append(Xf(EYE3, r))
+            else:  # floating: XJ = plux(R(Q)ᵀ, r), tree transform the identity
+                out.append(Xf(quaternion_rotation_T(b, [self.q(iq + k) for k in range(4)]),
+                              [self.q(iq + 4 + k) for k in range(3)]))
+        return out
+
+    def X0(self, i: int) -> Xf:
+        """Base-to-body transform of body i (E0 = Rᵀ, r0 = the origin in base coordinates), emitted on first use."""
+        if i not in self._X0:
+            p = self.model.bodies[i].parent
+            self._X0[i] = self.Xup[i] if p == BASE else xf_compose(self.b, self.Xup[i], self.X0(p))
+        return self._X0[i]
+
+    @cached_property
+    def v(self) -> list[Vec6]:
+        """Body spatial velocities in body coordinates: v_i = Xup_i v_parent + S_i qd_i."""
+        b, out = self.b, []
+        for i, bd in enumerate(self.model.bodies):
+            vp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
+            out.append(vadd(b, vp, self.vJ(i)))
+        return out
+
+    def point(self, body: int, local: Vec3) -> tuple[Vec3, Vec3]:
+        """World position and velocity of a body-fixed point (body may be BASE)."""
+        if body == BASE:
+            return [float(x) for x in local], list(ZERO3)
+        b, X = self.b, self.X0(body)
+        p = vadd(b, X.r, mtv(b, X.E, local))  # r0 + R c
+        w, vo = self.v[body][:3], self.v[body][3:]
+        return p, mtv(b, X.E, vadd(b, vo, cross(b, w, local)))  # R (v + ω × c)

@@ -1,0 +1,662 @@
+"""The `.mech` parser: text in, immutable `Model` out (grammar: docs/mech-format.md).
+
+Parsing runs in two stages. `_read` walks the lines once, checking block
+structure and converting every key's fields against the per-block tables below,
+so syntax errors come out in file order. `_Builder` then resolves names across
+statements and applies the rules that span lines: bodies first (everything else
+refers to them), then the other statements in file order. Every problem is one
+`MechError` at the line that caused it.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, NoReturn
+
+import numpy as np
+
+from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
+
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+# Python's float() also takes "1_0", "nan", "infinity" and non-ASCII digits; the format does not.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,9}")  # bounded: int() refuses digit strings over 4300 long
+_AXES = {"x": 0, "y": 1, "z": 2}
+_ZERO3 = _frozen(np.zeros(3))
+_DEFAULT_GRAVITY = _frozen([0.0, 0.0, -9.81])
+_DEFAULT_STAB = 0.1
+_SLACK = 1e-9  # relative slack on the inertia triangle inequality: exact thin plates sit on its boundary
+
+
+class MechError(ValueError):
+    """A bad `.mech` input; `str(e)` is `path:line: msg`."""
+
+    def __init__(self, path: str, line: int, msg: str) -> None:
+        super().__init__(f"{path}:{line}: {msg}")
+        self.path, self.line, self.msg = path, line, msg
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the default rebuilds from self.args (the formatted string), which
+        # breaks unpickling in worker processes
+        return type(self), (self.path, self.line, self.msg)
+
+
+class ModelNotFound(ValueError):
+    """`load_model` got neither an existing file nor the name of a model in models/."""
+
+
+class _Invalid(Exception):
+    """A field converter's complaint; the reader adds the location."""
+
+
+class _Where(NamedTuple):
+    """What is being read, for messages: a key and its block ("" at top level)."""
+
+    key: str
+    block: str
+
+    def __str__(self) -> str:
+        return f"'{self.key}' in {self.block}" if self.block else f"'{self.key}'"
+
+
+Converter = Callable[[list[str], _Where], Any]
+
+
+def _hint(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+# ---------------------------------------------------------------- field converters
+
+
+def _number(tok: str, w: _Where) -> float:
+    if not _NUMBER.fullmatch(tok):
+        raise _Invalid(f"bad number '{tok}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
+    x = float(tok)
+    if not math.isfinite(x):
+        raise _Invalid(f"number '{tok}' for {w} overflows; expected a finite value")
+    return x
+
+
+def _scalar(ok: Callable[[float], bool] | None = None, expect: str = "") -> Converter:
+    def conv(f: list[str], w: _Where) -> float:
+        x = _number(f[0], w)
+        if ok is not None and not ok(x):
+            raise _Invalid(f"{w} is {f[0]}; expected {expect}")
+        return x
+
+    return conv
+
+
+_REAL = _scalar()
+_POSITIVE = _scalar(lambda x: x > 0, "a number > 0")
+_NONNEG = _scalar(lambda x: x >= 0, "a number >= 0")
+
+
+def _integer(lo: int) -> Converter:
+    def conv(f: list[str], w: _Where) -> int:
+        if not _INTEGER.fullmatch(f[0]) or int(f[0]) < lo:
+            raise _Invalid(f"{w} is {f[0]}; expected an integer >= {lo}")
+        return int(f[0])
+
+    return conv
+
+
+_TEETH = _integer(1)
+
+
+def _vec(f: list[str], w: _Where) -> np.ndarray:
+    return _frozen([_number(t, w) for t in f])
+
+
+def _name(f: list[str], w: _Where) -> str:
+    if not _NAME.fullmatch(f[0]):
+        raise _Invalid(f"bad name '{f[0]}' for {w}; expected a name matching [A-Za-z_][A-Za-z0-9_.-]*")
+    return f[0]
+
+
+def _names(f: list[str], w: _Where) -> tuple[str, ...]:
+    return tuple(_name([t], w) for t in f)
+
+
+def _choice(*options: str) -> Converter:
+    def conv(f: list[str], w: _Where) -> str:
+        if f[0] not in options:
+            raise _Invalid(f"unknown value '{f[0]}' for {w}; expected {' or '.join(options)}{_hint(f[0], options)}")
+        return f[0]
+
+    return conv
+
+
+def _bit(f: list[str], w: _Where) -> bool:
+    if f[0] not in ("0", "1"):
+        raise _Invalid(f"bad value '{f[0]}' for {w}; expected 0 or 1")
+    return f[0] == "1"
+
+
+def _flag(f: list[str], w: _Where) -> bool:
+    return True
+
+
+def _tree_joint(f: list[str], w: _Where) -> tuple[str, int]:
+    kind = f[0]
+    if kind in ("spherical", "cylindrical"):
+        raise _Invalid(f"'joint {kind}' in {w.block} is not implemented as a tree joint; "
+                       "use a floating body with loop closures")
+    if kind == "floating":
+        if len(f) != 1:
+            raise _Invalid(f"'joint floating' in {w.block} takes no axis; expected 'joint floating'")
+        return kind, -1
+    if kind not in ("revolute", "prismatic"):
+        raise _Invalid(f"unknown joint type '{kind}' in {w.block}; expected revolute, prismatic or floating"
+                       f"{_hint(kind, ('revolute', 'prismatic', 'floating'))}")
+    if len(f) != 2 or f[1] not in _AXES:
+        got = f"'{f[1]}'" if len(f) == 2 else "none"
+        raise _Invalid(f"bad axis {got} for 'joint {kind}' in {w.block}; expected 'joint {kind} x|y|z'")
+    return kind, _AXES[f[1]]
+
+
+def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
+    if len(f) == 1:
+        if f[0] not in _AXES:
+            raise _Invalid(f"bad axis '{f[0]}' for {w}; expected x, y, z or three numbers")
+        return _frozen(np.eye(3)[_AXES[f[0]]])
+    v = [_number(t, w) for t in f]
+    big = max(abs(x) for x in v)
+    if big == 0:
+        raise _Invalid(f"{w} is the zero vector; expected a nonzero direction")
+    v = [x / big for x in v]  # rescale first so tiny or huge components normalize exactly
+    n = math.hypot(*v)
+    return _frozen([x / n for x in v])
+
+
+def _inertia(f: list[str], w: _Where) -> np.ndarray:
+    ixx, iyy, izz, ixy, ixz, iyz = (_number(t, w) for t in f)
+    tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    lam = np.linalg.eigvalsh(tensor)  # ascending principal moments
+    moments = ", ".join(f"{x:.6g}" for x in lam)
+    # comparisons are written so that a nan from an overflowing tensor also fails
+    if not lam[0] > 1e-12 * abs(lam[2]):
+        raise _Invalid(f"{w} is not positive definite (principal moments {moments}); "
+                       "expected all principal moments > 0")
+    if not lam[0] + lam[1] >= lam[2] * (1 - _SLACK):
+        raise _Invalid(f"{w} violates the triangle inequality (principal moments {moments}); "
+                       "expected each principal moment <= the sum of the other two")
+    return _frozen(tensor)
+
+
+def _roller(f: list[str], w: _Where) -> tuple[str, float, bool, bool, int]:
+    body = _name(f, w)
+    radius = _POSITIVE(f[1:2], w)
+    opts, seen, teeth = f[2:], set(), 0
+    i = 0
+    while i < len(opts):
+        opt = opts[i]
+        if opt in seen or opt not in ("end", "drive", "teeth") or (opt == "teeth" and i + 1 == len(opts)):
+            raise _Invalid(f"unexpected '{opt}' in {w}; expected 'roller BODY RADIUS [end] [drive] [teeth N]'")
+        seen.add(opt)
+        if opt == "teeth":
+            i += 1
+            teeth = _TEETH(opts[i : i + 1], w)
+        i += 1
+    return body, radius, "end" in seen, "drive" in seen, teeth
+
+
+def _terrain(f: list[str], w: _Where) -> tuple[str, np.ndarray]:
+    usage = {"plane": "plane nx ny nz d", "sine": "sine z0 amp wx wy"}
+    kind = f[0] if f else ""
+    if kind not in usage:
+        raise _Invalid(f"unknown terrain '{kind}' in {w.block}; expected 'terrain plane nx ny nz d' or "
+                       f"'terrain sine z0 amp wx wy'{_hint(kind, usage)}")
+    if len(f) != 5:
+        raise _Invalid(f"'terrain {kind}' takes 4 numbers, got {len(f) - 1}; expected 'terrain {usage[kind]}'")
+    p = np.array([_number(t, w) for t in f[1:]])
+    if kind == "plane":
+        n = float(np.linalg.norm(p[:3]))
+        if not n > 0:
+            raise _Invalid("'terrain plane' normal is the zero vector; expected a nonzero nx ny nz")
+        p = p / n  # unit normal (d scaled with it), so n·p - d is a signed distance
+    elif not (p[2] > 0 and p[3] > 0):
+        raise _Invalid(f"'terrain sine' wavelengths are {f[3]} {f[4]}; expected wx > 0 and wy > 0")
+    return kind, _frozen(p)
+
+
+def _poi(f: list[str], w: _Where) -> tuple[str, str, np.ndarray]:
+    return _name(f, w), _name(f[1:], w), _vec(f[2:], w)
+
+
+# ---------------------------------------------------------------- key tables
+
+
+@dataclass(frozen=True)
+class _Key:
+    usage: str  # the fields as written in the docs, quoted in messages
+    counts: tuple[int, ...] | None  # allowed field counts; None: the converter checks
+    conv: Converter
+    required: bool = False
+    default: Any = None
+    repeat: bool = False  # may appear more than once; collects [(value, line), ...]
+
+    def written(self, key: str) -> str:
+        """The key line as the docs write it, e.g. 'xtree x y z'."""
+        return f"'{key} {self.usage}'" if self.usage else f"'{key}'"
+
+
+_XYZ = "x y z"
+_INERTIA = "Ixx Iyy Izz Ixy Ixz Iyz"
+
+_TOP: dict[str, _Key] = {
+    "gravity": _Key("gx gy gz", (3,), _vec),
+    "stab": _Key("T", (1,), _POSITIVE),
+    "poi": _Key("NAME BODY x y z", (5,), _poi),
+}
+
+_BODY = {
+    "parent": _Key("NAME", (1,), _name, required=True),
+    "joint": _Key("revolute|prismatic x|y|z or floating", (1, 2), _tree_joint, required=True),
+    "xtree": _Key(_XYZ, (3,), _vec, default=_ZERO3),
+    "mass": _Key("m", (1,), _POSITIVE, required=True),
+    "cg": _Key(_XYZ, (3,), _vec, default=_ZERO3),
+    "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
+    "fext": _Key("0|1", (1,), _bit, default=False),
+}
+_LOOP = {
+    "joint": _Key("|".join(LOOP_NC), (1,), _choice(*LOOP_NC), required=True),
+    "pred": _Key("NAME", (1,), _name, required=True),
+    "succ": _Key("NAME", (1,), _name, required=True),
+    "anchor_pred": _Key(_XYZ, (3,), _vec, required=True),
+    "anchor_succ": _Key(_XYZ, (3,), _vec, required=True),
+    "axis": _Key("x|y|z or ax ay az", (1, 3), _loop_axis),  # required by joint type: see _Builder.add_loop
+    "length": _Key("d", (1,), _POSITIVE),
+}
+_TSDA = {
+    "between": _Key("POI_A POI_B", (2,), _names, required=True),
+    "k": _Key("k", (1,), _REAL, default=0.0),
+    "c": _Key("c", (1,), _REAL, default=0.0),
+    "l0": _Key("l0", (1,), _NONNEG, required=True),
+    "input": _Key("", (0,), _flag, default=False),
+}
+_RSDA = {
+    "joint": _Key("BODY", (1,), _name, required=True),
+    "k": _Key("k", (1,), _REAL, default=0.0),
+    "c": _Key("c", (1,), _REAL, default=0.0),
+    "q0": _Key("q0", (1,), _REAL, default=0.0),
+    "input": _Key("", (0,), _flag, default=False),
+}
+_TRACK = {
+    "root": _Key("BODY", (1,), _name, required=True),
+    "plane": _Key("xz", (1,), _choice("xz"), default="xz"),
+    "shoes": _Key("N", (1,), _integer(3), required=True),
+    "pitch": _Key("p", (1,), _POSITIVE, required=True),
+    "mass": _Key("m", (1,), _POSITIVE, required=True),
+    "cg": _Key(_XYZ, (3,), _vec, default=_ZERO3),
+    "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
+    "fext": _Key("0|1", (1,), _bit, default=True),
+    "roller": _Key("BODY RADIUS [end] [drive] [teeth N]", (2, 3, 4, 5, 6), _roller, repeat=True),
+    "pad": _Key("z lx ly", (3,), _vec),
+    "thickness": _Key("t", (1,), _NONNEG),
+    "kn": _Key("kn", (1,), _POSITIVE),
+    "kt": _Key("kt", (1,), _NONNEG),
+    "mu": _Key("mu", (1,), _NONNEG),
+}
+_GROUND = {
+    "terrain": _Key("plane nx ny nz d | sine z0 amp wx wy", None, _terrain, required=True),
+    "kn": _Key("kn", (1,), _POSITIVE, required=True),
+    "kt": _Key("kt", (1,), _NONNEG),
+    "mu": _Key("mu", (1,), _NONNEG, required=True),
+}
+_BLOCKS: dict[str, dict[str, _Key]] = {
+    "body": _BODY, "loop": _LOOP, "tsda": _TSDA, "rsda": _RSDA, "track": _TRACK, "ground": _GROUND,
+}
+_KEYWORDS = (*_TOP, *_BLOCKS)
+
+
+# ---------------------------------------------------------------- stage 1: lines to statements
+
+
+@dataclass
+class _Stmt:
+    """One block or `poi` statement with its converted values."""
+
+    kind: str
+    name: str  # "" for ground
+    line: int
+    vals: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # line of each key given
+
+    def at(self, key: str) -> int:
+        return self.lines.get(key, self.line)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} '{self.name}'" if self.name else self.kind
+
+
+def _convert(spec: _Key, key: str, f: list[str], w: _Where) -> Any:
+    if spec.counts is not None and len(f) not in spec.counts:
+        raise _Invalid(f"wrong number of fields for {w}: got {len(f)}; expected {spec.written(key)}")
+    return spec.conv(f, w)
+
+
+def _read(text: str, path: str) -> tuple[list[_Stmt], dict[str, tuple[Any, int]]]:
+    """Statements in file order, and the top-level settings as key -> (value, line)."""
+
+    def fail(msg: str) -> NoReturn:
+        raise MechError(path, ln, msg)
+
+    stmts: list[_Stmt] = []
+    settings: dict[str, tuple[Any, int]] = {}
+    blk: _Stmt | None = None  # the open block
+    ln = 0
+    for ln, raw in enumerate(text.split("\n"), 1):
+        toks = raw.split("#", 1)[0].split()
+        if not toks:
+            continue
+        kw, f = toks[0], toks[1:]
+        try:
+            if blk is None:
+                if kw in _BLOCKS:
+                    blk = _open(kw, f, ln)
+                elif kw in _TOP:
+                    value = _convert(_TOP[kw], kw, f, _Where(kw, ""))
+                    if kw == "poi":
+                        stmts.append(_Stmt("poi", value[0], ln, {"body": value[1], "pos": value[2]}))
+                    elif kw in settings:
+                        fail(f"repeated '{kw}' (first at line {settings[kw][1]}); expected at most one")
+                    else:
+                        settings[kw] = (value, ln)
+                elif kw == "end":
+                    fail("'end' outside any block; expected it to close a body, loop, tsda, rsda, track or ground")
+                else:
+                    owners = [k for k, keys in _BLOCKS.items() if kw in keys]
+                    if owners:
+                        fail(f"'{kw}' outside any block; expected it inside a {' or '.join(owners)} block")
+                    fail(f"unknown keyword '{kw}'; expected one of {', '.join(_KEYWORDS)}{_hint(kw, _KEYWORDS)}")
+            elif kw == "end":
+                if f:
+                    fail(f"unexpected fields after 'end' of {blk.label}; expected 'end' on its own")
+                stmts.append(_close(blk, path))
+                blk = None
+            elif kw in _KEYWORDS:
+                fail(f"'{kw}' inside {blk.label} (opened at line {blk.line}); "
+                     f"expected 'end' first: blocks do not nest")
+            else:
+                spec = _BLOCKS[blk.kind].get(kw)
+                if spec is None:
+                    keys = _BLOCKS[blk.kind]
+                    fail(f"unknown key '{kw}' in {blk.label}; expected one of {', '.join(keys)}{_hint(kw, keys)}")
+                value = _convert(spec, kw, f, _Where(kw, blk.label))
+                if spec.repeat:
+                    blk.vals.setdefault(kw, []).append((value, ln))
+                elif kw in blk.vals:
+                    fail(f"repeated key '{kw}' in {blk.label} (first at line {blk.lines[kw]}); expected it once")
+                else:
+                    blk.vals[kw] = value
+                blk.lines.setdefault(kw, ln)
+        except _Invalid as e:
+            raise MechError(path, ln, str(e)) from None
+    if blk is not None:
+        raise MechError(path, blk.line, f"{blk.label} is not closed; expected 'end' before the end of the file")
+    return stmts, settings
+
+
+def _open(kind: str, f: list[str], ln: int) -> _Stmt:
+    if kind == "ground":
+        if f:
+            raise _Invalid("the ground block takes no name; expected 'ground' on its own")
+        return _Stmt(kind, "", ln)
+    if len(f) != 1:
+        raise _Invalid(f"wrong number of fields for '{kind}': got {len(f)}; expected '{kind} NAME'")
+    if not _NAME.fullmatch(f[0]):
+        raise _Invalid(f"bad {kind} name '{f[0]}'; expected a name matching [A-Za-z_][A-Za-z0-9_.-]*")
+    return _Stmt(kind, f[0], ln)
+
+
+def _close(blk: _Stmt, path: str) -> _Stmt:
+    """Check required keys (reported at the block's line) and fill defaults."""
+    for key, spec in _BLOCKS[blk.kind].items():
+        if key in blk.vals:
+            continue
+        if spec.required:
+            raise MechError(path, blk.line, f"{blk.label} is missing required key '{key}'; "
+                                            f"expected {spec.written(key)}")
+        blk.vals[key] = [] if spec.repeat else spec.default
+    return blk
+
+
+# ---------------------------------------------------------------- stage 2: statements to a Model
+
+
+class _Builder:
+    """Resolves names and applies the rules that span statements."""
+
+    def __init__(self, path: str, stmts: list[_Stmt]) -> None:
+        self.path = path
+        self.stmts = stmts
+        self.first: dict[tuple[str, str], int] = {}  # (kind, name) -> line of its first declaration
+        for s in reversed(stmts):
+            self.first[s.kind, s.name] = s.line
+        self.bodies: list[Body] = []
+        self.body_index: dict[str, int] = {}
+        self.origin: list[np.ndarray] = []  # body origins in base coordinates at the design pose
+        self.pois: list[Poi] = []
+        self.poi_index: dict[str, int] = {}
+        self.loops: list[Loop] = []
+        self.tsdas: list[Tsda] = []
+        self.rsdas: list[Rsda] = []
+        self.tracks: list[Track] = []
+        self.ground: Ground | None = None
+        self.nact = 0
+
+    def fail(self, line: int, msg: str) -> NoReturn:
+        raise MechError(self.path, line, msg)
+
+    def model(self, name: str, text: str, settings: dict[str, tuple[Any, int]]) -> Model:
+        for s in self.stmts:
+            if s.kind == "body":
+                self.add_body(s)
+        if not self.bodies:
+            self.fail(1, "no body declared; expected at least one 'body NAME' block")
+        for s in self.stmts:
+            if s.kind != "body":
+                getattr(self, f"add_{s.kind}")(s)
+        return Model(
+            name=name, path=self.path, source=text,
+            gravity=settings.get("gravity", (_DEFAULT_GRAVITY,))[0],
+            stab=settings.get("stab", (_DEFAULT_STAB,))[0],
+            bodies=tuple(self.bodies), pois=tuple(self.pois), loops=tuple(self.loops),
+            tsdas=tuple(self.tsdas), rsdas=tuple(self.rsdas), tracks=tuple(self.tracks), ground=self.ground,
+        )
+
+    # -- helpers
+
+    def unique(self, s: _Stmt) -> None:
+        first = self.first[s.kind, s.name]
+        if first != s.line:
+            self.fail(s.line, f"duplicate {s.kind} name '{s.name}' (first declared at line {first}); "
+                              "expected a unique name")
+
+    def body_ref(self, name: str, line: int, what: str, allow_base: bool) -> int:
+        """Index of the body `name` referred to by `what` (any body of the file)."""
+        if name == "base" and allow_base:
+            return BASE
+        if name == "base":
+            self.fail(line, f"{what} cannot be base; expected a body")
+        if name not in self.body_index:
+            expect = "base or a body" if allow_base else "a body"
+            self.fail(line, f"unknown body '{name}' for {what}; expected {expect}{_hint(name, self.body_index)}")
+        return self.body_index[name]
+
+    def act_slot(self, s: _Stmt) -> int:
+        if not s.vals["input"]:
+            return -1
+        self.nact += 1
+        return self.nact - 1
+
+    # -- one method per statement kind
+
+    def add_body(self, s: _Stmt) -> None:
+        if s.name == "base":
+            self.fail(s.line, "'base' is reserved for the fixed base; expected another body name")
+        self.unique(s)
+        v = s.vals
+        pname = v["parent"]
+        if pname == "base":
+            parent = BASE
+        elif pname in self.body_index:
+            parent = self.body_index[pname]
+        elif pname == s.name:
+            self.fail(s.at("parent"), f"body '{s.name}' is its own parent; expected base or an earlier body")
+        elif ("body", pname) in self.first:
+            self.fail(s.at("parent"), f"parent '{pname}' of body '{s.name}' is declared later "
+                                      f"(line {self.first['body', pname]}); expected base or a body declared earlier")
+        else:
+            self.fail(s.at("parent"), f"unknown parent '{pname}' for body '{s.name}'; "
+                                      f"expected base or a body declared earlier{_hint(pname, self.body_index)}")
+        joint, axis = v["joint"]
+        if joint == "floating" and parent != BASE:
+            self.fail(s.at("parent"), f"floating body '{s.name}' has parent '{pname}'; expected parent base")
+        self.body_index[s.name] = len(self.bodies)
+        self.origin.append(v["xtree"] + (self.origin[parent] if parent != BASE else 0.0))
+        self.bodies.append(Body(name=s.name, parent=parent, joint=joint, axis=axis, xtree=v["xtree"],
+                                mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"], line=s.line))
+
+    def add_poi(self, s: _Stmt) -> None:
+        self.unique(s)
+        body = self.body_ref(s.vals["body"], s.line, f"poi '{s.name}'", allow_base=True)
+        self.poi_index[s.name] = len(self.pois)
+        self.pois.append(Poi(name=s.name, body=body, pos=s.vals["pos"], line=s.line))
+
+    def add_loop(self, s: _Stmt) -> None:
+        self.unique(s)
+        v = s.vals
+        pred = self.body_ref(v["pred"], s.at("pred"), f"'pred' in {s.label}", allow_base=True)
+        succ = self.body_ref(v["succ"], s.at("succ"), f"'succ' in {s.label}", allow_base=False)
+        if pred == succ:
+            self.fail(s.at("succ"), f"{s.label} joins body '{v['succ']}' to itself; expected pred != succ")
+        joint = v["joint"]
+        takes_axis = joint not in ("spherical", "distance")
+        if v["axis"] is not None and not takes_axis:
+            self.fail(s.at("axis"), f"'axis' given for {joint} {s.label}; expected no axis "
+                                    "(only revolute, prismatic, cylindrical and point-on-line loops take one)")
+        if v["axis"] is None and takes_axis:
+            self.fail(s.line, f"{joint} {s.label} is missing required key 'axis'; "
+                              "expected 'axis x|y|z' or 'axis ax ay az'")
+        length = v["length"]
+        if length is not None and joint != "distance":
+            self.fail(s.at("length"), f"'length' given for {joint} {s.label}; expected it only on distance loops")
+        if joint == "distance" and length is None:
+            length = float(np.linalg.norm(self.design_point(succ, v["anchor_succ"])
+                                          - self.design_point(pred, v["anchor_pred"])))
+            if not length > 0:
+                self.fail(s.line, f"distance {s.label} has coincident anchors at the design pose; "
+                                  "expected 'length d' with d > 0")
+        self.loops.append(Loop(name=s.name, joint=joint, pred=pred, succ=succ, anchor_pred=v["anchor_pred"],
+                               anchor_succ=v["anchor_succ"], axis=v["axis"], length=length, line=s.line))
+
+    def design_point(self, body: int, p: np.ndarray) -> np.ndarray:
+        # at the design pose body frames are pure translations of the base frame
+        return p + (self.origin[body] if body != BASE else 0.0)
+
+    def add_tsda(self, s: _Stmt) -> None:
+        self.unique(s)
+        ln = s.at("between")
+        ends = []
+        for pname in s.vals["between"]:
+            if pname in self.poi_index:
+                ends.append(self.poi_index[pname])
+            elif ("poi", pname) in self.first:
+                self.fail(ln, f"poi '{pname}' in {s.label} is declared later (line {self.first['poi', pname]}); "
+                              "expected a poi declared earlier")
+            else:
+                self.fail(ln, f"unknown poi '{pname}' in {s.label}; expected a poi declared earlier"
+                              f"{_hint(pname, self.poi_index)}")
+        if ends[0] == ends[1]:
+            self.fail(ln, f"{s.label} connects poi '{s.vals['between'][0]}' to itself; expected two distinct pois")
+        v = s.vals
+        self.tsdas.append(Tsda(name=s.name, poi_a=ends[0], poi_b=ends[1], k=v["k"], c=v["c"], l0=v["l0"],
+                               act=self.act_slot(s), line=s.line))
+
+    def add_rsda(self, s: _Stmt) -> None:
+        self.unique(s)
+        v = s.vals
+        body = self.body_ref(v["joint"], s.at("joint"), f"'joint' in {s.label}", allow_base=False)
+        if self.bodies[body].joint == "floating":
+            self.fail(s.at("joint"), f"{s.label} acts on floating body '{v['joint']}'; "
+                                     "expected a body with a revolute or prismatic joint")
+        self.rsdas.append(Rsda(name=s.name, body=body, k=v["k"], c=v["c"], q0=v["q0"],
+                               act=self.act_slot(s), line=s.line))
+
+    def add_track(self, s: _Stmt) -> None:
+        self.unique(s)
+        v = s.vals
+        root = self.body_ref(v["root"], s.at("root"), f"'root' in {s.label}", allow_base=False)
+        rollers = tuple(
+            Roller(body=self.body_ref(b, ln, f"'roller' in {s.label}", allow_base=False),
+                   radius=r, end=end, drive=drive, teeth=teeth)
+            for (b, r, end, drive, teeth), ln in v["roller"]
+        )
+        n_end = sum(r.end for r in rollers)
+        if n_end < 2:
+            self.fail(s.line, f"{s.label} has {n_end} 'end' roller(s); "
+                              "expected at least two 'roller BODY RADIUS end' lines")
+        self.tracks.append(Track(name=s.name, root=root, plane=v["plane"], shoes=v["shoes"], pitch=v["pitch"],
+                                 mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"],
+                                 rollers=rollers, pad=v["pad"], thickness=v["thickness"],
+                                 kn=v["kn"], kt=v["kt"], mu=v["mu"], line=s.line))
+
+    def add_ground(self, s: _Stmt) -> None:
+        if self.ground is not None:
+            self.fail(s.line, f"second ground block (first at line {self.ground.line}); expected a single ground")
+        kind, params = s.vals["terrain"]
+        self.ground = Ground(terrain=kind, params=params, kn=s.vals["kn"], kt=s.vals["kt"], mu=s.vals["mu"],
+                             line=s.line)
+
+
+# ---------------------------------------------------------------- public API
+
+
+def parse(text: str, path: str = "<string>", name: str | None = None) -> Model:
+    """The Model described by `.mech` source `text`; errors are located in `path`."""
+    stmts, settings = _read(text, path)
+    return _Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings)
+
+
+def load_model(spec: str | os.PathLike[str]) -> Model:
+    """Load a `.mech` file, or a model of the repository's models/ directory by bare name."""
+    given = Path(spec)
+    if given.is_file():
+        return _load(given, str(spec))
+    named = MODELS_DIR / f"{spec}.mech"
+    if str(spec) == given.name and named.is_file():
+        return _load(named, _display(named))
+    names = sorted(p.stem for p in MODELS_DIR.glob("*.mech"))
+    raise ModelNotFound(f"no model file or model name '{spec}'; expected a path to a .mech file or one of: "
+                        f"{', '.join(names) or '(models/ is empty)'}{_hint(str(spec), names)}")
+
+
+def _display(p: Path) -> str:
+    """`p` relative to the working directory when it lies below it, as users type paths."""
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def _load(file: Path, path: str) -> Model:
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        msg = f"byte 0x{data[e.start]:02x} is not valid UTF-8; expected a UTF-8 text file"
+        raise MechError(path, line, msg) from None
+    return parse(text, path)

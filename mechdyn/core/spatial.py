@@ -1,0 +1,129 @@
+"""Dense 6×6 spatial algebra (Featherstone, RBDA ch. 2), in this project's conventions.
+
+Motion vectors are [ω; v], force vectors [n; f]. `plux(E, r)` is the Plücker
+transform from frame A to frame B, where B's origin is at r (A coordinates) and
+E rotates A-coordinates into B-coordinates.
+
+rotx/roty/rotz return the ordinary right-handed *physical* rotation R (unlike
+spatial_v2, which returns its transpose). A body physically rotated by R
+relative to its joint frame has E = Rᵀ; that transpose is written out in
+`jcalc`, the one place a joint transform is formed. With S = +axis this makes q
+the physical right-handed angle and qd = dq/dt.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .model import Body
+
+_I3 = np.eye(3)
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """The 3×3 matrix v× with skew(v) @ u = v × u."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def rotx(theta: float) -> np.ndarray:
+    """Physical right-handed rotation by theta about x."""
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def roty(theta: float) -> np.ndarray:
+    """Physical right-handed rotation by theta about y."""
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def rotz(theta: float) -> np.ndarray:
+    """Physical right-handed rotation by theta about z."""
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def rot_axis(axis: int, theta: float) -> np.ndarray:
+    """Physical rotation by theta about coordinate axis 0, 1 or 2 (x, y, z)."""
+    return (rotx, roty, rotz)[axis](theta)
+
+
+def quat_to_R(Q: np.ndarray) -> np.ndarray:
+    """Rotation matrix of the unit quaternion Q = [w, x, y, z] (scalar first); not renormalized."""
+    w, x, y, z = Q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def plux(E: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Plücker motion transform A→B: [[E, 0], [-E r×, E]], B's origin at r (A coords)."""
+    X = np.zeros((6, 6))
+    X[:3, :3] = E
+    X[3:, 3:] = E
+    X[3:, :3] = -E @ skew(r)
+    return X
+
+
+def dual(X: np.ndarray) -> np.ndarray:
+    """Force transform X* = X⁻ᵀ of a Plücker motion transform X: [[E, B], [0, E]] for X = [[E, 0], [B, E]]."""
+    Xf = np.zeros((6, 6))
+    Xf[:3, :3] = X[:3, :3]
+    Xf[3:, 3:] = X[3:, 3:]
+    Xf[:3, 3:] = X[3:, :3]
+    return Xf
+
+
+def crm(v: np.ndarray) -> np.ndarray:
+    """Motion cross-product matrix v× = [[ω×, 0], [v×, ω×]] for v = [ω; v]."""
+    X = np.zeros((6, 6))
+    wx = skew(v[:3])
+    X[:3, :3] = wx
+    X[3:, 3:] = wx
+    X[3:, :3] = skew(v[3:])
+    return X
+
+
+def crf(v: np.ndarray) -> np.ndarray:
+    """Force cross-product matrix v×* = −(v×)ᵀ."""
+    return -crm(v).T
+
+
+def mcI(m: float, c: np.ndarray, Ic: np.ndarray) -> np.ndarray:
+    """Spatial inertia about the body origin of mass m, CoM c and inertia Ic about the CoM."""
+    cx = skew(c)
+    I = np.zeros((6, 6))
+    I[:3, :3] = Ic + m * cx @ cx.T
+    I[:3, 3:] = m * cx
+    I[3:, :3] = m * cx.T
+    I[3:, 3:] = m * _I3
+    return I
+
+
+def jcalc(body: Body, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Joint transform XJ (joint frame → body frame) and motion subspace S (6×nv) for the body's q slots."""
+    q = np.atleast_1d(np.asarray(q, dtype=float))
+    if body.joint == "revolute":
+        XJ = plux(rot_axis(body.axis, q[0]).T, np.zeros(3))  # E = Rᵀ: the explicit transpose
+        S = np.zeros((6, 1))
+        S[body.axis, 0] = 1.0
+    elif body.joint == "prismatic":
+        r = np.zeros(3)
+        r[body.axis] = q[0]
+        XJ = plux(_I3, r)
+        S = np.zeros((6, 1))
+        S[3 + body.axis, 0] = 1.0
+    elif body.joint == "floating":
+        XJ = plux(quat_to_R(q[0:4]).T, q[4:7])  # E = R(Q)ᵀ, Q the body-to-base attitude
+        S = np.eye(6)
+    else:
+        raise ValueError(f"body {body.name!r}: unsupported tree joint {body.joint!r}")
+    return XJ, S
+
+
+def xtree(body: Body) -> np.ndarray:
+    """Tree transform XT (parent frame → joint frame): a pure translation, identity for a floating body."""
+    if body.joint == "floating":
+        return np.eye(6)
+    return plux(_I3, body.xtree)

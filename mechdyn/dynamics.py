@@ -1,0 +1,104 @@
+"""The compiled forward dynamics of one model, called with numpy arrays.
+
+    mdl = mechdyn.load("elbow")
+    qdd = mdl.forward(q, qd, tau)                  # fext=None, act=None
+    QDD = mdl.forward_batch(Q, QD, TAU)            # one C call over n states
+    obs = mdl.observe(q, qd); i = mdl.find("poi", "tip")
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from mechdyn.codegen.build import build
+from mechdyn.core.model import Model
+from mechdyn.core.parse import load_model
+
+
+class Dynamics:
+    """A model with its generated, compiled forward dynamics."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        module, self.library = build(model)
+        self._ffi, self._lib = module.ffi, module.lib
+        lib = self._lib
+        self.nq, self.nv, self.nact = lib.fwd_dyn_nq, lib.fwd_dyn_nv, lib.fwd_dyn_nact
+        self.nbody, self.observe_len, self.flops = lib.fwd_dyn_nbody, lib.fwd_dyn_observe_len, lib.fwd_dyn_flops
+        if (self.nq, self.nv, self.nbody) != (model.nq, model.nv, model.nbody):
+            raise RuntimeError(f"compiled module {self.library} does not match model {model.name}")
+
+    def __repr__(self) -> str:
+        return f"<mechdyn.Dynamics {self.model.name}: nq {self.nq}, nv {self.nv}, nact {self.nact}>"
+
+    # -- argument checking -------------------------------------------------
+    def _arr(self, name: str, x, shape: tuple[int, ...], optional: bool = False):
+        """x as a C-contiguous float64 array of exactly `shape`, and its cffi pointer."""
+        if x is None:
+            if optional:
+                return None, self._ffi.NULL
+            raise ValueError(f"{name} is required")
+        a = np.ascontiguousarray(x, dtype=np.float64)
+        if a.shape != shape:
+            raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+        return a, self._ffi.cast("double *", self._ffi.from_buffer(a))
+
+    def _fext_shape(self, n: int | None) -> tuple[int, ...]:
+        return (self.nbody, 6) if n is None else (n, self.nbody, 6)
+
+    # -- the generated functions -------------------------------------------
+    def forward(self, q, qd, tau, fext=None, act=None) -> np.ndarray:
+        """qdd for one state; fext is (nbody, 6) in base coordinates, act is (nact,)."""
+        _, pq = self._arr("q", q, (self.nq,))
+        _, pqd = self._arr("qd", qd, (self.nv,))
+        _, ptau = self._arr("tau", tau, (self.nv,))
+        _, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
+        _, pa = self._arr("act", act, (self.nact,), optional=True)
+        out = np.empty(self.nv)
+        self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.cast("double *", self._ffi.from_buffer(out)))
+        return out
+
+    def forward_batch(self, Q, QD, TAU, FEXT=None, ACT=None) -> np.ndarray:
+        """qdd for n states in one C call: Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact)."""
+        Q = np.asarray(Q)
+        if Q.ndim != 2:
+            raise ValueError(f"Q has shape {Q.shape}, expected (n, {self.nq})")
+        n = Q.shape[0]
+        _, pq = self._arr("Q", Q, (n, self.nq))
+        _, pqd = self._arr("QD", QD, (n, self.nv))
+        _, ptau = self._arr("TAU", TAU, (n, self.nv))
+        _, pf = self._arr("FEXT", FEXT, self._fext_shape(n), optional=True)
+        _, pa = self._arr("ACT", ACT, (n, self.nact), optional=True)
+        out = np.empty((n, self.nv))
+        self._lib.fwd_dyn_batch(n, pq, pqd, ptau, pf, pa, self._ffi.cast("double *", self._ffi.from_buffer(out)))
+        return out
+
+    def observe(self, q, qd) -> np.ndarray:
+        """POI world position and velocity (6 each), then TSDA length and rate, then RSDA angle and rate."""
+        _, pq = self._arr("q", q, (self.nq,))
+        _, pqd = self._arr("qd", qd, (self.nv,))
+        out = np.empty(self.observe_len)
+        self._lib.fwd_dyn_observe(pq, pqd, self._ffi.cast("double *", self._ffi.from_buffer(out)))
+        return out
+
+    def find(self, kind: str, name: str) -> int:
+        """Index of `name` among the model's "poi", "tsda", "rsda" or "act" entries; -1 if unknown."""
+        return int(self._lib.fwd_dyn_find(kind.encode(), name.encode()))
+
+    def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
+        """Seconds per fwd_dyn call timed inside C over a pool of states, and the checksum."""
+        n = np.asarray(Q).shape[0]
+        _, pq = self._arr("Q", Q, (n, self.nq))
+        _, pqd = self._arr("QD", QD, (n, self.nv))
+        _, ptau = self._arr("TAU", TAU, (n, self.nv))
+        _, pf = self._arr("FEXT", FEXT, self._fext_shape(n))
+        _, pa = self._arr("ACT", ACT, (n, self.nact))
+        chk = self._ffi.new("double *")
+        return self._lib.fwd_dyn_bench(ncalls, n, pq, pqd, ptau, pf, pa, chk), chk[0]
+
+
+def load(spec: str | os.PathLike | Model) -> Dynamics:
+    """Compiled dynamics for a model given by name in models/, by path, or as a parsed Model."""
+    return Dynamics(spec if isinstance(spec, Model) else load_model(Path(spec) if isinstance(spec, os.PathLike) else spec))
