@@ -1,7 +1,11 @@
 """The dense reference: two routes to qdd (CRBA+RNEA vs ABA), kinematics, physics, and force elements.
 
-The core models are built in-test from Model/Body objects, so most of this file does not depend on the parser;
-the last section runs models/*.mech and the docs example through it, and skips without it.
+The core models are built in-test from Model/Body objects: they cover joint mixes, floating bodies, fext and
+force elements the files in models/ do not. The last section runs every model in models/ and the docs example
+through the parser and the `crosscheck dense` comparison.
+
+Random states, the scaled error and the integration rule are the project's shared ones (mechdyn.core.sample,
+mechdyn.core.integrate); body velocities against finite differences of poses are tests/test_kinematics.py's job.
 """
 from __future__ import annotations
 
@@ -18,9 +22,14 @@ import mechdyn.core.kinematics
 from crosscheck.dense import (
     aba_factor, aba_solve, bias_force, forward_aba, forward_crba, mass_matrix, rsda_torque, tsda_forces, tsda_state,
 )
+from crosscheck.dense.compare import crba_vs_aba
+from mechdyn.core.integrate import integrate
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import BASE, Body, Loop, Model, Poi, Rsda, Tsda
+from mechdyn.core.parse import load_model, parse
+from mechdyn.core.sample import random_q, random_state, scaled_error
 from mechdyn.core.spatial import jcalc, plux, quat_to_R, rot_axis
+from tests.conftest import MODELS
 
 G = np.array([0.0, 0.0, -9.81])
 AX = {"x": 0, "y": 1, "z": 2}
@@ -191,45 +200,7 @@ def springs_floating() -> Model:
     return m.model()
 
 
-MODELS = {f.__name__: f for f in (planar3, arm6r, tree, prismatic_chain, floating_tree, elements)}
-
-
-# ---------------------------------------------------------------- states and helpers
-
-def random_q(model: Model, rng: np.random.Generator) -> np.ndarray:
-    """Angles/displacements uniform in [−π, π]; floating: random unit quaternion, position in [−1, 1]³."""
-    q = rng.uniform(-np.pi, np.pi, model.nq)
-    for b, i in zip(model.bodies, model.qidx):
-        if b.joint == "floating":
-            Q = rng.normal(size=4)
-            q[i : i + 4] = Q / np.linalg.norm(Q)
-            q[i + 4 : i + 7] = rng.uniform(-1, 1, 3)
-    return q
-
-
-def random_state(model: Model, rng: np.random.Generator):
-    """(q, qd, tau, fext, act) with qd ~ N(0,1), tau, fext, act ~ N(0, 5)."""
-    return (random_q(model, rng), rng.normal(0, 1, model.nv), rng.normal(0, 5, model.nv),
-            rng.normal(0, 5, (model.nbody, 6)), rng.normal(0, 5, model.nact))
-
-
-def scaled_error(a: np.ndarray, b: np.ndarray) -> float:
-    """‖a − b‖∞ / max(1, ‖b‖∞)."""
-    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
-
-
-def step_q(model: Model, q: np.ndarray, qd: np.ndarray, t: float) -> np.ndarray:
-    """q moved for time t at body rates qd: q + qd t, floating Q ⊗ exp(½ ω t) and r + R(Q) v t."""
-    out = q.copy()
-    for b, iq, iv in zip(model.bodies, model.qidx, model.vidx):
-        if b.joint != "floating":
-            out[iq] += qd[iv] * t
-            continue
-        Q, w, v = q[iq : iq + 4], qd[iv : iv + 3], qd[iv + 3 : iv + 6]
-        dQ = Rotation.from_rotvec(w * t).as_quat()  # x y z w
-        out[iq : iq + 4] = np.r_[Q[0] * dQ[3] - Q[1:] @ dQ[:3], Q[0] * dQ[:3] + dQ[3] * Q[1:] + np.cross(Q[1:], dQ[:3])]
-        out[iq + 4 : iq + 7] = q[iq + 4 : iq + 7] + quat_to_R(Q) @ v * t
-    return out
+BUILT = {f.__name__: f for f in (planar3, arm6r, tree, prismatic_chain, floating_tree, elements)}
 
 
 # ---------------------------------------------------------------- the two routes
@@ -237,25 +208,18 @@ def step_q(model: Model, q: np.ndarray, qd: np.ndarray, t: float) -> np.ndarray:
 N_STATES = 1000
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(BUILT))
 def test_crba_vs_aba(name):
-    model = MODELS[name]()
-    rng = np.random.default_rng(100 + list(MODELS).index(name))
-    worst = 0.0
-    for _ in range(N_STATES):
-        q, qd, tau, fext, act = random_state(model, rng)
-        a = forward_aba(model, q, qd, tau, fext, act)
-        b = forward_crba(model, q, qd, tau, fext, act)
-        worst = max(worst, scaled_error(a, b))
-    print(f"\n{name}: nq={model.nq} nv={model.nv} nact={model.nact}: CRBA vs ABA over {N_STATES} states, "
-          f"max scaled error {worst:.2e}")
-    assert worst <= 1e-12
+    model = BUILT[name]()
+    check = crba_vs_aba(model, trials=N_STATES, seed=100 + list(BUILT).index(name))
+    print(f"\n{name}: nq={model.nq} nv={model.nv} nact={model.nact}: {check.line()}")
+    assert check.passed
 
 
 @pytest.mark.parametrize("name", ["arm6r", "floating_tree"])
 def test_aba_solve_is_H_inverse(name):
     """aba_solve with c = pA = None applies H⁻¹; column by column it rebuilds H⁻¹."""
-    model = MODELS[name]()
+    model = BUILT[name]()
     rng = np.random.default_rng(7)
     worst = 0.0
     for _ in range(50):
@@ -281,15 +245,16 @@ def test_loops_rejected():
 
 # ---------------------------------------------------------------- kinematics
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(BUILT))
 def test_kinematics_pose(name):
     """R and p against an independent pose recursion; X0 = plux(Rᵀ, p)."""
-    model = MODELS[name]()
+    model = BUILT[name]()
     rng = np.random.default_rng(3)
     worst = 0.0
     for _ in range(50):
         q = random_q(model, rng)
         kin = forward_kinematics(model, q)
+        # deliberately not forward_kinematics/jcalc: poses rebuilt from rotation matrices, a second route
         R, p = [], []
         for i, b in enumerate(model.bodies):
             qi = q[model.qidx[i] : model.qidx[i] + b.nq]
@@ -309,14 +274,14 @@ def test_kinematics_pose(name):
     assert worst < 1e-12
 
 
-def qd_consistency_error(model: Model, n: int, seed: int) -> float:
-    """Max scaled error of point_state's velocity (and TSDA l̇) against d/dt along q ⊕ qd t by central differences."""
+def rates_error(model: Model, n: int, seed: int) -> float:
+    """Max scaled error of point_state's velocity (and TSDA l̇) against d/dt along integrate(q, qd, t) by central differences."""
     rng = np.random.default_rng(seed)
     h, worst = 1e-5, 0.0
     for _ in range(n):
-        q, qd = random_q(model, rng), rng.normal(0, 1, model.nv)
+        s = random_state(model, rng)
         pts = [(i, rng.normal(size=3)) for i in range(model.nbody)]
-        kin, kp, km = (forward_kinematics(model, step_q(model, q, qd, t), qd) for t in (0.0, h, -h))
+        kin, kp, km = (forward_kinematics(model, integrate(model, s.q, s.qd, t), s.qd) for t in (0.0, h, -h))
         for i, r in pts:
             _, vel = point_state(model, kin, i, r)
             fd = (point_state(model, kp, i, r)[0] - point_state(model, km, i, r)[0]) / (2 * h)
@@ -328,11 +293,19 @@ def qd_consistency_error(model: Model, n: int, seed: int) -> float:
     return worst
 
 
-@pytest.mark.parametrize("name", list(MODELS))
-def test_qd_is_dq_dt(name):
-    """Body-fixed points and TSDA lengths move at the rates the kinematics reports: qd is the honest dq/dt."""
-    err = qd_consistency_error(MODELS[name](), 30, 4)
-    print(f"\n{name}: point velocity / l-dot vs finite differences of position: {err:.2e}")
+RATE_CASES = [pytest.param(BUILT[n], 30, 4, id=n) for n in BUILT] + \
+             [pytest.param(n, 5, 14, id=f"models-{n}") for n in MODELS]
+
+
+@pytest.mark.parametrize("make, n, seed", RATE_CASES)
+def test_point_and_tsda_rates_are_dq_dt(make, n, seed):
+    """Body-fixed points and TSDA lengths move at the rates point_state / tsda_state report along integrate(q, qd, t).
+
+    Body velocities themselves are checked for every model in models/ by tests/test_kinematics.py.
+    """
+    model = make() if callable(make) else load_model(make)
+    err = rates_error(model, n, seed)
+    print(f"\n{model.name}: point velocity / l-dot vs finite differences of position over {n} states: {err:.2e}")
     assert err < 1e-8
 
 
@@ -413,7 +386,7 @@ def potential_error(model: Model, n: int, seed: int) -> float:
     for _ in range(n):
         q = random_q(model, rng)
         Q = tsda_generalized_force(model, q)
-        dV = np.array([(spring_potential(model, step_q(model, q, e, h)) - spring_potential(model, step_q(model, q, e, -h)))
+        dV = np.array([(spring_potential(model, integrate(model, q, e, h)) - spring_potential(model, integrate(model, q, e, -h)))
                        / (2 * h) for e in np.eye(model.nv)])
         worst = max(worst, scaled_error(Q, -dV))
     return worst
@@ -433,9 +406,11 @@ def test_external_force_power():
     rng = np.random.default_rng(9)
     worst = ign = 0.0
     for _ in range(100):
-        q, qd, _, fext, _ = random_state(model, rng)
+        s = random_state(model, rng)
+        q, qd, fext = s.q, s.qd, s.fext
         kin = forward_kinematics(model, q, qd)
         Q = bias_force(model, q, qd) - bias_force(model, q, qd, fext)
+        # the power side on its own route: base-coords velocity X0⁻¹ v by a generic solve, no force transform
         P = sum(fext[i] @ np.linalg.solve(kin.X0[i], kin.v[i]) for i, b in enumerate(model.bodies) if b.fext)
         worst = max(worst, abs(Q @ qd - P) / max(1.0, abs(P)))
         fext2 = fext.copy()
@@ -451,10 +426,12 @@ def test_element_power():
     rng = np.random.default_rng(10)
     worst = ersda = 0.0
     for _ in range(100):
-        q, qd, _, _, act = random_state(model, rng)
+        s = random_state(model, rng)
+        q, qd, act = s.q, s.qd, s.act
         kin = forward_kinematics(model, q, qd)
         Q = bias_force(model, q, qd) - bias_force(model, q, qd, f_elem=tsda_forces(model, kin, act))
         l, ldot = tsda_state(model, kin)
+        # the TSDA and RSDA laws written out again on purpose (duplicating elements.py): the second route
         f = [t.k * (lk - t.l0) + t.c * ld + (act[t.act] if t.act >= 0 else 0.0) for t, lk, ld in zip(model.tsdas, l, ldot)]
         P = -np.dot(f, ldot)
         worst = max(worst, abs(Q @ qd - P) / max(1.0, abs(P)))
@@ -485,11 +462,8 @@ def test_planted_joint_transpose_bug_is_caught(monkeypatch):
         monkeypatch.setattr(mod, "jcalc", bad_jcalc)
     e_fall = free_fall_error(floating_tree(), 20, 5)
     e_pot = potential_error(springs(), 5, 8)
-    e_qd = qd_consistency_error(planar3(), 5, 4)
-    rng = np.random.default_rng(11)
-    model = elements()
-    e_routes = max(scaled_error(forward_aba(model, *s), forward_crba(model, *s))
-                   for s in (random_state(model, rng) for _ in range(20)))
+    e_qd = rates_error(planar3(), 5, 4)
+    e_routes = crba_vs_aba(elements(), trials=20, seed=11).value
     print(f"\nplanted E = R bug: free fall {e_fall:.2f}, TSDA potential {e_pot:.2f}, qd = dq/dt {e_qd:.2f} "
           f"(all must be large); CRBA vs ABA {e_routes:.1e} (blind to it)")
     assert e_fall > 0.1 and e_pot > 0.1 and e_qd > 0.1
@@ -506,44 +480,31 @@ def test_planted_mcI_sign_bug_is_caught(monkeypatch):
         return I
 
     monkeypatch.setattr(crosscheck.dense.common, "mcI", bad_mcI)
-    rng = np.random.default_rng(12)
-    model = arm6r()
-    err = max(scaled_error(forward_aba(model, *s), forward_crba(model, *s))
-              for s in (random_state(model, rng) for _ in range(20)))
+    err = crba_vs_aba(arm6r(), trials=20, seed=12).value
     print(f"\nplanted mcI lower-left sign bug: CRBA vs ABA {err:.2f} (must be large)")
     assert err > 0.01
 
 
-# ---------------------------------------------------------------- the repository's models, once the parser exists
-
-MECH_FILES = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.mech"))
+# ---------------------------------------------------------------- the repository's models and the docs example
 
 
-@pytest.mark.parametrize("path", MECH_FILES, ids=[p.stem for p in MECH_FILES])
-def test_mech_files_crba_vs_aba(path):
-    """Every tree model in models/ through the parser: CRBA vs ABA and qd = dq/dt."""
-    parse = pytest.importorskip("mechdyn.core.parse")
-    model = parse.load_model(path)
-    if model.loops or model.tracks:
-        pytest.skip("loop closures are not supported by the dense reference yet")
-    n = 100 if model.nbody <= 20 else 10
-    rng = np.random.default_rng(13)
-    worst = max(scaled_error(forward_aba(model, *s), forward_crba(model, *s))
-                for s in (random_state(model, rng) for _ in range(n)))
-    eqd = qd_consistency_error(model, 5, 14)
-    print(f"\n{path.name}: nq={model.nq} nv={model.nv} nact={model.nact}: CRBA vs ABA over {n} states {worst:.2e}; "
-          f"qd = dq/dt {eqd:.2e}")
-    assert worst <= 1e-12 and eqd < 1e-8
+@pytest.mark.parametrize("name", MODELS)
+def test_models_crba_vs_aba(name):
+    """Every model in models/ through the parser and `crosscheck dense`'s CRBA vs ABA comparison.
+
+    models/ holds tree models only; one with loops or tracks would raise NotImplementedError here, not skip.
+    """
+    check = crba_vs_aba(load_model(name), trials=1000, seed=0)
+    print(f"\n{name}: {check.line()}")
+    assert check.passed
 
 
 def test_doc_example():
     """The example in docs/mech-format.md parses and runs through both routes."""
-    parse = pytest.importorskip("mechdyn.core.parse")
     doc = (Path(__file__).resolve().parent.parent / "docs" / "mech-format.md").read_text()
     text = doc.split("## Example", 1)[1].split("```", 2)[1]
-    model = parse.parse(text)
-    rng = np.random.default_rng(15)
-    worst = max(scaled_error(forward_aba(model, *s), forward_crba(model, *s))
-                for s in (random_state(model, rng) for _ in range(200)))
-    print(f"\ndocs example: nv={model.nv} nact={model.nact} tsdas={len(model.tsdas)}: CRBA vs ABA {worst:.2e}")
-    assert model.nact == 1 and worst <= 1e-12
+    model = parse(text)
+    check = crba_vs_aba(model, trials=1000, seed=0)
+    print(f"\ndocs example: nv={model.nv} nact={model.nact} tsdas={len(model.tsdas)}: {check.line()}")
+    assert model.nact == 1
+    assert check.passed

@@ -590,7 +590,7 @@ def mutated(draw) -> str:
     lines = list(_LINES)
     for _ in range(draw(st.integers(1, 4))):
         i = draw(st.integers(0, len(lines) - 1))
-        op = draw(st.sampled_from(["delete", "duplicate", "swap", "token", "insert", "truncate"]))
+        op = draw(st.sampled_from(["delete", "duplicate", "swap", "token", "insert", "shorten", "truncate"]))
         if op == "delete":
             del lines[i]
         elif op == "duplicate":
@@ -602,6 +602,9 @@ def mutated(draw) -> str:
             toks = lines[i].split() or [""]
             toks[draw(st.integers(0, len(toks) - 1))] = draw(_token)
             lines[i] = " ".join(toks)
+        elif op == "shorten":  # drop trailing fields of one line
+            toks = lines[i].split()
+            lines[i] = " ".join(toks[: draw(st.integers(0, len(toks)))])
         elif op == "insert":
             fields = draw(st.lists(_token, max_size=5))
             lines.insert(i, " ".join([draw(st.sampled_from(_INSERTS)), *fields]))

@@ -1,0 +1,22 @@
+"""Every model in models/ is discovered, so a new model is gated the day it lands."""
+from pathlib import Path
+
+import pytest
+
+from mechdyn.core.parse import load_model
+from mechdyn.dynamics import Dynamics
+
+MODELS = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "models").glob("*.mech"))
+_built: dict[str, Dynamics] = {}
+
+
+def dynamics(name: str) -> Dynamics:
+    """The model's compiled dynamics, built once per worker through the cache."""
+    if name not in _built:
+        _built[name] = Dynamics(load_model(name))
+    return _built[name]
+
+
+@pytest.fixture(params=MODELS)
+def model_name(request) -> str:
+    return request.param

@@ -1,0 +1,166 @@
+"""The code generator: folding, sparsity, planted bugs, the cache, and the Python API."""
+import multiprocessing as mp
+import re
+
+import numpy as np
+import pytest
+
+import mechdyn
+import mechdyn.codegen.build as build
+from crosscheck.dense import compare
+from mechdyn.codegen import kinematics as gkin
+from mechdyn.codegen import rnea as grnea
+from mechdyn.codegen import sspatial
+from mechdyn.codegen.crba import mass_matrix
+from mechdyn.codegen.expr import Builder, Sym
+from mechdyn.codegen.generate import generate
+from mechdyn.codegen.ltdl import check_sparsity, expanded_parents
+from mechdyn.core.parse import load_model, parse
+
+TRIALS = 200
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A private, empty module cache, so planted generators never meet the real one."""
+    monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
+    return tmp_path
+
+
+# -- the expression builder ----------------------------------------------------
+def test_folding_and_sharing():
+    b = Builder()
+    x, y = Sym("x[0]"), Sym("x[1]")
+    assert b.mul(0.0, x) == 0.0 and b.mul(1.0, x) == x and b.add(x, 0.0) == x
+    assert b.mul(-1.0, x) == -x
+    assert b.sub(x, y) == -b.sub(y, x)  # a-b and b-a share one temporary
+    assert b.add(x, y) is b.add(y, x)
+    assert b.mul(b.mul(x, 0.5), 2.0) == x  # constant chains fold
+    b.store("out[0]", b.add(b.mul(x, y), b.mul(y, x)))
+    lines, ops = b.finish()
+    assert ops["*"] == 1 and ops["+"] == 1, lines  # x*y emitted once; dead temporaries dropped
+
+
+def test_nothing_is_emitted_that_the_model_did_not_ask_for():
+    elbow = generate(load_model("elbow")).source
+    assert "fext[" not in elbow and "act[" not in elbow and "obs[" not in elbow
+    spring = generate(load_model("springpend")).source
+    slots = {int(k) for k in re.findall(r"fext\[(\d+)\]", spring.split("void fwd_dyn_batch")[0])}
+    assert slots and max(slots) < 6, slots  # only pend1 (body 0) declares fext 1
+    assert "act[1]" in spring
+
+
+def test_lam_reproduces_H_sparsity():
+    model = load_model("bintree")
+    b = Builder()
+    H = mass_matrix(b, gkin.TreeKinematics(b, model))
+    lam = expanded_parents(model)
+    check_sparsity(H, lam)
+    lam[3] = 2  # claim a different tree: the generator must refuse
+    with pytest.raises(AssertionError, match="lam disagrees"):
+        check_sparsity(H, lam)
+
+
+def test_pendulums_H_is_diagonal_by_branch_sparsity():
+    src = generate(load_model("pendulums")).source
+    gantry = generate(load_model("gantry"))
+    assert gantry.flops < 10, gantry.flops  # constant H: no trigonometry, almost no arithmetic
+    assert "sin(" not in gantry.source and "sin(" in src
+
+
+# -- planted bugs: validation must catch each ---------------------------------
+def _gen_error(model_name: str) -> float:
+    return compare.gen_vs_dense(mechdyn.load(model_name), TRIALS).value
+
+
+def test_planted_R_instead_of_RT(fresh_cache, monkeypatch):
+    real = gkin.joint_rotation_T
+    monkeypatch.setattr(gkin, "joint_rotation_T", lambda b, axis, q: sspatial.transpose(real(b, axis, q)))
+    err = _gen_error("elbow")
+    print(f"planted E = R: gen_vs_dense = {err:.3e}")
+    assert err > 1e-3
+
+
+def test_planted_inertia_lower_left_sign(fresh_cache, monkeypatch):
+    def planted(b, I, m):  # [Ī ω + h × v; m v + h × ω]: the lower-left block's sign flipped
+        w, v = m[:3], m[3:]
+        return sspatial.vadd(b, sspatial.mv(b, sspatial.sym3(I.I), w), sspatial.cross(b, I.h, v)) + \
+            sspatial.vadd(b, sspatial.scale(b, I.m, v), sspatial.cross(b, I.h, w))
+
+    monkeypatch.setattr(grnea, "rbi_apply", planted)
+    err = _gen_error("threelink")
+    print(f"planted inertia sign: gen_vs_dense = {err:.3e}")
+    assert err > 1e-3
+
+
+def test_planted_dropped_rnea_term(fresh_cache, monkeypatch):
+    monkeypatch.setattr(grnea, "crf", lambda b, v, f: [0.0] * 6)  # drop v ×* I v
+    err = _gen_error("satellite")
+    print(f"planted dropped v x* Iv: gen_vs_dense = {err:.3e}")
+    assert err > 1e-3
+
+
+def test_planted_tsda_sign(fresh_cache, monkeypatch):
+    import mechdyn.codegen.elements as gel
+    real = gel.path_row
+    monkeypatch.setattr(gel, "path_row", lambda *a: {k: -x for k, x in real(*a).items()})
+    err = _gen_error("springpend")
+    print(f"planted tsda sign: gen_vs_dense = {err:.3e}")
+    assert err > 1e-3
+
+
+# -- the build cache -----------------------------------------------------------
+def test_second_load_does_not_recompile(fresh_cache, monkeypatch):
+    mechdyn.load("threelink")
+    calls = []
+    monkeypatch.setattr(build, "_compile", lambda *a: calls.append(a))
+    mechdyn.load("threelink")
+    assert not calls
+
+
+def _load_in_child(name: str) -> list[float]:
+    d = mechdyn.load(name)
+    return d.forward(np.full(d.nq, 0.3), np.ones(d.nv), np.zeros(d.nv)).tolist()
+
+
+def test_concurrent_builders_share_one_cache(fresh_cache):
+    ctx = mp.get_context("spawn")  # children inherit MECHDYN_CACHE through the environment
+    with ctx.Pool(4) as pool:
+        results = pool.map(_load_in_child, ["stanford"] * 8)
+    assert all(r == results[0] for r in results)
+    assert len(list(fresh_cache.glob("_mechdyn_stanford_*"))) == 1
+    assert not list(fresh_cache.glob(".*"))  # no temporary left behind
+
+
+def test_compile_error_shows_the_compiler_message(fresh_cache, monkeypatch):
+    import mechdyn.codegen.generate as gen
+    real = gen.generate
+    monkeypatch.setattr(build, "generate", lambda m: gen.Generated(m, real(m).source + "\nthis is not C;\n", real(m).ops, 0))
+    with pytest.raises(build.BuildError, match="error"):
+        mechdyn.load("gantry")
+
+
+def test_cache_key_covers_model_text():
+    a = load_model("threelink")
+    b = parse(a.source.replace("9.81", "9.80"), path=a.path, name=a.name)
+    assert build.cache_key(a) != build.cache_key(b)
+
+
+# -- the Python API ------------------------------------------------------------
+def test_api_shapes_and_batch():
+    d = mechdyn.load("springpend")
+    rng = np.random.default_rng(0)
+    n = 5
+    Q, QD, TAU = rng.normal(size=(n, d.nq)), rng.normal(size=(n, d.nv)), rng.normal(size=(n, d.nv))
+    F, A = rng.normal(size=(n, d.nbody, 6)), rng.normal(size=(n, d.nact))
+    batch = d.forward_batch(Q, QD, TAU, F, A)
+    single = np.array([d.forward(Q[k], QD[k], TAU[k], F[k], A[k]) for k in range(n)])
+    assert np.array_equal(batch, single)
+    assert np.array_equal(d.forward(Q[0], QD[0], TAU[0]), d.forward(Q[0], QD[0], TAU[0], np.zeros((d.nbody, 6)), np.zeros(d.nact)))
+    with pytest.raises(ValueError, match=r"q has shape \(3,\), expected \(2,\)"):
+        d.forward(np.zeros(3), QD[0], TAU[0])
+    with pytest.raises(ValueError, match="fext has shape"):
+        d.forward(Q[0], QD[0], TAU[0], fext=np.zeros(6))
+    assert d.forward(Q[0].astype(np.float32), QD[0].tolist(), TAU[0]).dtype == np.float64  # converted, not rejected
+    assert d.find("poi", "tip2") == 2 and d.find("act", "torsion") == 1 and d.find("rsda", "nope") == -1
+    assert d.observe(Q[0], QD[0]).shape == (d.observe_len,)
