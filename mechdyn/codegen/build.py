@@ -26,7 +26,7 @@ from mechdyn.core.model import Model
 
 from .generate import CDEF, GENERATOR_VERSION, Generated, generate
 
-DEFAULT_CFLAGS = "-O2 -fno-math-errno"
+DEFAULT_CFLAGS = "-O2 -march=native -fno-math-errno"
 
 
 class BuildError(RuntimeError):
