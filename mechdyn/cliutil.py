@@ -24,7 +24,7 @@ def run(main: Callable[[list[str] | None], int], argv: list[str] | None) -> int:
     """Run a CLI entry point, turning input errors into one line on stderr and exit code 2."""
     try:
         return main(argv)
-    except (MechError, ModelNotFound, InputError) as e:
+    except (MechError, ModelNotFound, InputError, NotImplementedError) as e:
         print(e, file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:

@@ -488,17 +488,6 @@ def test_planted_mcI_sign_bug_is_caught(monkeypatch):
 # ---------------------------------------------------------------- the repository's models and the docs example
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_models_crba_vs_aba(name):
-    """Every model in models/ through the parser and `crosscheck dense`'s CRBA vs ABA comparison.
-
-    models/ holds tree models only; one with loops or tracks would raise NotImplementedError here, not skip.
-    """
-    check = crba_vs_aba(load_model(name), trials=1000, seed=0)
-    print(f"\n{name}: {check.line()}")
-    assert check.passed
-
-
 def test_doc_example():
     """The example in docs/mech-format.md parses and runs through both routes."""
     doc = (Path(__file__).resolve().parent.parent / "docs" / "mech-format.md").read_text()

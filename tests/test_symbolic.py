@@ -15,7 +15,7 @@ from crosscheck.dense import forward_crba
 from mechdyn.core.parse import load_model, parse
 from mechdyn.core.sample import random_state, scaled_error
 
-from symbolic_eom import symbolic_forward
+from tests.symbolic_eom import symbolic_forward
 
 TOL = 1e-10
 TRIALS = 20
