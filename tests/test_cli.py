@@ -1,0 +1,76 @@
+"""The command-line contract: output, --json keys, and exit codes 0 / 1 / 2 with no traceback on bad input."""
+import json
+import subprocess
+
+import pytest
+
+from crosscheck.cli import _main as crosscheck_main
+from mechdyn.cli import _main as mechdyn_main
+from mechdyn.cliutil import run
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """Run a console script as a user would."""
+    return subprocess.run(list(args), capture_output=True, text=True, check=False)
+
+
+def test_misspelt_key_exits_2_with_file_line(tmp_path):
+    bad = tmp_path / "bad.mech"
+    bad.write_text("body a\n  parent base\n  joint revolute z\n  mas 1\n  inertia 1 1 1 0 0 0\nend\n")
+    for tool in (("crosscheck", "dense"), ("mechdyn", "info"), ("mechdyn", "gen"), ("mechdyn", "bench")):
+        r = cli(*tool, str(bad))
+        assert r.returncode == 2, (tool, r.stderr)
+        assert r.stderr.startswith(f"{bad}:4: unknown key 'mas'"), r.stderr
+        assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_unknown_model_exits_2():
+    r = cli("crosscheck", "dense", "no_such_model")
+    assert r.returncode == 2 and "elbow" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_dense_json_keys(capsys):
+    assert run(crosscheck_main, ["dense", "springpend", "--trials", "50", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("crba_vs_aba", "gen_vs_dense", "observe_vs_dense", "find_roundtrip"):
+        assert key in out
+    assert out["passed"] is True and out["gen_vs_dense"] <= 1e-9
+
+
+def test_failed_check_exits_1(monkeypatch, capsys):
+    """A check over its gate makes the command fail (exit 1), not crash."""
+    from crosscheck.checks import Check
+    from crosscheck.dense import compare
+    monkeypatch.setattr(compare, "crba_vs_aba", lambda m, t, s: Check("crba_vs_aba", 1.0, 1e-12, "planted"))
+    assert run(crosscheck_main, ["dense", "threelink", "--trials", "5"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+def test_info_reports_sizes(capsys):
+    assert run(mechdyn_main, ["info", "satellite"]) == 0
+    out = capsys.readouterr().out
+    assert "nq 10  nv 9" in out and "floating" in out and "panel_left" in out
+
+
+def test_gen_writes_c(tmp_path, capsys):
+    out = tmp_path / "elbow.c"
+    assert run(mechdyn_main, ["gen", "elbow", "-o", str(out)]) == 0
+    assert "void fwd_dyn(" in out.read_text()
+
+
+def test_bench_json(capsys):
+    assert run(mechdyn_main, ["bench", "gantry", "--repeats", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["flops"] > 0 and out["ns_per_call"] > 0 and out["dense_ns_per_call"] > out["ns_per_call"]
+
+
+@pytest.mark.parametrize("tool", ["mechdyn", "crosscheck"])
+def test_help(tool):
+    r = cli(tool, "--help")
+    assert r.returncode == 0 and "Exit status: 0" in " ".join(r.stdout.split())
+
+
+def test_bad_trials_is_an_input_error():
+    r = cli("crosscheck", "dense", "elbow", "--trials", "0")
+    assert r.returncode == 2 and "positive integer" in r.stderr
+
