@@ -129,10 +129,5 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _main(argv: list[str] | None) -> int:
-    args = parser().parse_args(argv)
-    return args.func(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    sys.exit(run(_main, argv))
+def main(argv: list[str] | None = None) -> None:
+    sys.exit(run(parser, argv))

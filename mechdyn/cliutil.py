@@ -5,6 +5,7 @@ Exit codes: 0 every check passed, 1 a check failed, 2 bad input (with one
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -20,10 +21,11 @@ class InputError(Exception):
     """Bad command-line input other than a model file error; printed as is."""
 
 
-def run(main: Callable[[list[str] | None], int], argv: list[str] | None) -> int:
-    """Run a CLI entry point, turning input errors into one line on stderr and exit code 2."""
+def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -> int:
+    """Parse argv and run the chosen subcommand, turning input errors into one line on stderr and exit code 2."""
     try:
-        return main(argv)
+        args = parser().parse_args(argv)
+        return args.func(args)
     except (MechError, ModelNotFound, InputError, NotImplementedError) as e:
         print(e, file=sys.stderr)
         return EXIT_INPUT

@@ -1,17 +1,20 @@
 """The command-line contract: output, --json keys, and exit codes 0 / 1 / 2 with no traceback on bad input."""
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from crosscheck.cli import _main as crosscheck_main
-from mechdyn.cli import _main as mechdyn_main
+from crosscheck.cli import parser as crosscheck_main
+from mechdyn.cli import parser as mechdyn_main
 from mechdyn.cliutil import run
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    """Run a console script as a user would."""
-    return subprocess.run(list(args), capture_output=True, text=True, check=False)
+def cli(tool: str, *args: str) -> subprocess.CompletedProcess:
+    """Run a console script as a user would: the one installed beside this interpreter."""
+    script = Path(sys.executable).parent / tool
+    return subprocess.run([str(script) if script.exists() else tool, *args], capture_output=True, text=True, check=False)
 
 
 def test_misspelt_key_exits_2_with_file_line(tmp_path):

@@ -7,9 +7,9 @@ import numpy as np
 
 from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.spatial import crf, crm, jcalc, xtree
+from mechdyn.core.spatial import crf, crm
 
-from .common import applied_forces, body_inertias, gravity_accel, require_tree
+from .common import applied_forces, body_inertias, gravity_accel, joint_transforms, require_tree
 from .elements import rsda_torque, tsda_forces
 
 
@@ -26,12 +26,8 @@ class AbaFactor:
 def aba_factor(model: Model, q: np.ndarray) -> AbaFactor:
     """The configuration-only ABA pass: Xup, S, articulated inertias IA, U and D⁻¹."""
     require_tree(model)
-    q = np.asarray(q, dtype=float)
     nb = model.nbody
-    Xup, S = np.zeros((nb, 6, 6)), [None] * nb
-    for i, b in enumerate(model.bodies):
-        XJ, S[i] = jcalc(b, q[model.qidx[i] : model.qidx[i] + b.nq])
-        Xup[i] = XJ @ xtree(b)
+    Xup, S = joint_transforms(model, q)
     IA = body_inertias(model)
     U, Dinv, Ia = [None] * nb, [None] * nb, np.zeros((nb, 6, 6))
     for i in reversed(range(nb)):

@@ -5,7 +5,7 @@ import numpy as np
 
 from mechdyn.core.kinematics import Kinematics
 from mechdyn.core.model import Model
-from mechdyn.core.spatial import mcI
+from mechdyn.core.spatial import jcalc, mcI, xtree
 
 
 def require_tree(model: Model) -> None:
@@ -15,6 +15,17 @@ def require_tree(model: Model) -> None:
             f"model {model.name!r}: loop closures are not supported by the dense reference yet "
             f"({len(model.loops)} loops, {len(model.tracks)} tracks)"
         )
+
+
+def joint_transforms(model: Model, q: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Xup (nbody, 6, 6), parent to body coordinates, and each body's motion subspace S (6, nv_i)."""
+    q = np.asarray(q, dtype=float)
+    Xup, S = np.zeros((model.nbody, 6, 6)), []
+    for i, b in enumerate(model.bodies):
+        XJ, Si = jcalc(b, q[model.qidx[i] : model.qidx[i] + b.nq])
+        Xup[i] = XJ @ xtree(b)
+        S.append(Si)
+    return Xup, S
 
 
 def gravity_accel(model: Model) -> np.ndarray:

@@ -4,20 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.spatial import jcalc, xtree
 
-from .common import body_inertias, require_tree
+from .common import body_inertias, joint_transforms, require_tree
 
 
 def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
     """H(q) by composite rigid bodies, (nv, nv) symmetric positive definite."""
     require_tree(model)
-    q = np.asarray(q, dtype=float)
     nb = model.nbody
-    Xup, S = np.zeros((nb, 6, 6)), [None] * nb
-    for i, b in enumerate(model.bodies):
-        XJ, S[i] = jcalc(b, q[model.qidx[i] : model.qidx[i] + b.nq])
-        Xup[i] = XJ @ xtree(b)
+    Xup, S = joint_transforms(model, q)
     IC = body_inertias(model)
     for i in reversed(range(nb)):
         p = model.bodies[i].parent
