@@ -14,6 +14,7 @@ class Check:
     value: float  # the measured figure (smaller is better)
     threshold: float
     detail: str  # one human line: what was compared, over how many trials, worst where
+    note: str = ""  # what to do about a failure, printed under the line
 
     @property
     def passed(self) -> bool:
@@ -22,7 +23,8 @@ class Check:
     def line(self) -> str:
         """The human-readable report line."""
         verdict = "PASS" if self.passed else "FAIL"
-        return f"{self.name}: {self.detail} = {self.value:.3e} (gate {self.threshold:.0e}) {verdict}"
+        line = f"{self.name}: {self.detail} = {self.value:.3e} (gate {self.threshold:.0e}) {verdict}"
+        return f"{line}\n  {self.note}" if self.note else line
 
     def as_dict(self) -> dict:
         return asdict(self) | {"passed": self.passed}

@@ -32,8 +32,11 @@ def cmd_dense(args: argparse.Namespace) -> int:
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
+    checks = [compare.rank_K(model, args.trials, args.seed)] if model.loops else []
+    if checks and not checks[0].passed:  # A = K H⁻¹ Kᵀ is singular: nothing downstream can be meaningful
+        return _report(model.name, checks, args.json)
     dyn = Dynamics(model)
-    checks = [
+    checks += [
         compare.crba_vs_aba(model, args.trials, args.seed),
         compare.gen_vs_dense(dyn, args.trials, args.seed),
         compare.observe_vs_dense(dyn, args.trials, args.seed),
@@ -60,12 +63,14 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser(
         "dense",
         help="compare against the dense 6x6 RBDA reference",
-        description="Compare on random states (q, qd, tau, fext, act), as scaled errors "
+        description="Compare on random states (q, qd, tau, fext, act; near the closure manifold, with a small "
+        "tear, for loop models), as scaled errors "
         "|a-b|inf / max(1, |b|inf): crba_vs_aba, the dense CRBA route against the articulated-body "
         "algorithm (gate 1e-12); gen_vs_dense, the generated C against the dense reference "
         "(gate 1e-9, times (nv/64)^4 above 64 coordinates); observe_vs_dense, the generated "
         "observation function against the dense kinematics (gate 1e-12); find_roundtrip, "
-        "every declared name through fwd_dyn_find (gate: no mismatch).",
+        "every declared name through fwd_dyn_find (gate: no mismatch); rank_K (loop models), "
+        "rank(K) = nc at every trial.",
     )
     d.add_argument("model", help="a model name in models/ (e.g. elbow) or a path to a .mech file")
     d.add_argument("--trials", type=positive_int, default=1000, help="random states to compare (default 1000)")

@@ -1,13 +1,16 @@
 """The dense 6×6 reference dynamics, straight from RBDA: the independent check on the code generator.
 
 Uses mechdyn.core (model, spatial algebra, kinematics) and nothing from mechdyn.codegen.
-Tree models only: loop closures and tracks raise NotImplementedError.
+The tree algorithms (CRBA, RNEA, ABA, forward_crba, forward_aba) work on the
+spanning tree; `forward` closes the loops (method 2, loops.py). Track bands are
+not expanded yet and raise NotImplementedError.
 """
 from .aba import AbaFactor, aba_factor, aba_solve, forward_aba
-from .common import require_tree
+from .common import require_expanded
 from .crba import mass_matrix
 from .elements import rsda_torque, tsda_forces, tsda_state
 from .fd import forward_crba
+from .loops import forward, loop_system
 from .rnea import bias_force
 
 __all__ = [
@@ -18,7 +21,9 @@ __all__ = [
     "forward_aba",
     "forward_crba",
     "mass_matrix",
-    "require_tree",
+    "require_expanded",
+    "forward",
+    "loop_system",
     "rsda_torque",
     "tsda_forces",
     "tsda_state",

@@ -9,7 +9,7 @@ from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import crf, crm
 
-from .common import applied_forces, body_inertias, gravity_accel, joint_transforms, require_tree
+from .common import applied_forces, body_inertias, gravity_accel, joint_transforms, require_expanded
 from .elements import rsda_torque, tsda_forces
 
 
@@ -25,7 +25,7 @@ class AbaFactor:
 
 def aba_factor(model: Model, q: np.ndarray) -> AbaFactor:
     """The configuration-only ABA pass: Xup, S, articulated inertias IA, U and D⁻¹."""
-    require_tree(model)
+    require_expanded(model)
     nb = model.nbody
     Xup, S = joint_transforms(model, q)
     IA = body_inertias(model)
@@ -69,7 +69,7 @@ def aba_solve(model: Model, fac: AbaFactor, tau: np.ndarray, c: np.ndarray | Non
 def forward_aba(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                 fext: np.ndarray | None = None, act: np.ndarray | None = None) -> np.ndarray:
     """Forward dynamics qdd by ABA, with gravity, external forces and force elements."""
-    require_tree(model)
+    require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     kin = forward_kinematics(model, q, qd)
     fac = aba_factor(model, q)

@@ -1,4 +1,4 @@
-"""Pieces every dense algorithm shares: the tree-only guard, gravity, inertias and applied forces."""
+"""Pieces every dense algorithm shares: the expanded-model guard, gravity, inertias and applied forces."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,12 +8,12 @@ from mechdyn.core.model import Model
 from mechdyn.core.spatial import jcalc, mcI, xtree
 
 
-def require_tree(model: Model) -> None:
-    """Raise NotImplementedError for a model with loop closures or tracks."""
-    if model.loops or model.tracks:
+def require_expanded(model: Model) -> None:
+    """Raise NotImplementedError for a model whose track bands are not yet expanded into bodies."""
+    if model.tracks:
         raise NotImplementedError(
-            f"model {model.name!r}: loop closures are not supported by the dense reference yet "
-            f"({len(model.loops)} loops, {len(model.tracks)} tracks)"
+            f"model {model.name!r}: track bands are parsed but not yet expanded into bodies, "
+            f"so the dense reference cannot run it ({len(model.tracks)} tracks)"
         )
 
 

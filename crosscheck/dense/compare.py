@@ -8,23 +8,21 @@ from tqdm import tqdm
 
 from crosscheck.checks import Check
 from mechdyn.core.kinematics import forward_kinematics, point_state
+from mechdyn.core.loops import closure, rank_deficiency
 from mechdyn.core.model import Model
-from mechdyn.core.sample import State, random_state, scaled_error
+from mechdyn.core.sample import State, scaled_error, states
 from mechdyn.dynamics import Dynamics
 
-from .aba import forward_aba
 from .elements import tsda_state
-from .fd import forward_crba
+from .loops import forward
 
 GATE_QDD = 1e-12  # two dense routes in double precision on O(1)-conditioned trees
 GATE_OBSERVE = 1e-12  # kinematics only: no solve, so no conditioning to allow for
 
 
 def random_states(model: Model, trials: int, seed: int, desc: str) -> Iterable[State]:
-    """`trials` seeded random states, with a progress bar on a terminal."""
-    rng = np.random.default_rng(seed)
-    for _ in tqdm(range(trials), desc=desc, unit="state", leave=False, disable=None):
-        yield random_state(model, rng)
+    """`trials` seeded validation states (near-manifold for loop models), with a progress bar on a terminal."""
+    yield from tqdm(states(model, trials, seed), total=trials, desc=desc, unit="state", leave=False, disable=None)
 
 
 def worst_over_states(states: Iterable[State], a: Callable[[State], np.ndarray], b: Callable[[State], np.ndarray]) -> tuple[float, int]:
@@ -41,8 +39,8 @@ def crba_vs_aba(model: Model, trials: int = 1000, seed: int = 0) -> Check:
     """The CRBA route (H qdd = tau − C, dense solve) against the articulated-body algorithm."""
     worst, at = worst_over_states(
         random_states(model, trials, seed, "crba vs aba"),
-        lambda s: forward_crba(model, s.q, s.qd, s.tau, s.fext, s.act),
-        lambda s: forward_aba(model, s.q, s.qd, s.tau, s.fext, s.act),
+        lambda s: forward(model, s.q, s.qd, s.tau, s.fext, s.act, route="crba"),
+        lambda s: forward(model, s.q, s.qd, s.tau, s.fext, s.act, route="aba"),
     )
     return Check("crba_vs_aba", worst, GATE_QDD,
                  f"{trials} trials, max scaled |qdd_crba - qdd_aba| (worst at trial {at})")
@@ -59,7 +57,7 @@ def gen_vs_dense(dyn: Dynamics, trials: int = 1000, seed: int = 0) -> Check:
     worst, at = worst_over_states(
         random_states(model, trials, seed, "generated vs dense"),
         lambda s: dyn.forward(s.q, s.qd, s.tau, s.fext, s.act),
-        lambda s: forward_crba(model, s.q, s.qd, s.tau, s.fext, s.act),
+        lambda s: forward(model, s.q, s.qd, s.tau, s.fext, s.act),
     )
     return Check("gen_vs_dense", worst, gen_gate(model.nv),
                  f"{trials} trials, max scaled |qdd_generated - qdd_dense| (worst at trial {at})")
@@ -103,3 +101,13 @@ def find_roundtrip(dyn: Dynamics) -> Check:
     return Check("find_roundtrip", float(len(bad)), 0.0,
                  f"{declared} declared names and {len(expected) - declared} bogus lookups, mismatches"
                  + (f" e.g. {bad[0]}" if bad else ""))
+
+
+def rank_K(model: Model, trials: int = 1000, seed: int = 0) -> Check:
+    """rank(K) = nc at every validation state; value = trials where it is not."""
+    bad, message = 0, ""
+    for s in random_states(model, trials, seed, "rank(K)"):
+        msg = rank_deficiency(model, closure(model, s.q)[1])
+        if msg:
+            bad, message = bad + 1, message or msg
+    return Check("rank_K", float(bad), 0.0, f"{trials} trials, nc {model.nc}, trials with rank(K) < nc", message)

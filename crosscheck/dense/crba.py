@@ -5,12 +5,12 @@ import numpy as np
 
 from mechdyn.core.model import BASE, Model
 
-from .common import body_inertias, joint_transforms, require_tree
+from .common import body_inertias, joint_transforms, require_expanded
 
 
 def mass_matrix(model: Model, q: np.ndarray) -> np.ndarray:
     """H(q) by composite rigid bodies, (nv, nv) symmetric positive definite."""
-    require_tree(model)
+    require_expanded(model)
     nb = model.nbody
     Xup, S = joint_transforms(model, q)
     IC = body_inertias(model)

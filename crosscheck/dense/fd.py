@@ -7,7 +7,7 @@ import scipy.linalg
 from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import Model
 
-from .common import require_tree
+from .common import require_expanded
 from .crba import mass_matrix
 from .elements import rsda_torque, tsda_forces
 from .rnea import bias_force
@@ -16,7 +16,7 @@ from .rnea import bias_force
 def forward_crba(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                  fext: np.ndarray | None = None, act: np.ndarray | None = None) -> np.ndarray:
     """Forward dynamics qdd = H⁻¹ (tau − C + τ_rsda), TSDA forces folded into C."""
-    require_tree(model)
+    require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     kin = forward_kinematics(model, q, qd)
     C = bias_force(model, q, qd, fext, tsda_forces(model, kin, act))

@@ -7,13 +7,13 @@ from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import crf, crm, jcalc
 
-from .common import applied_forces, body_inertias, gravity_accel, require_tree
+from .common import applied_forces, body_inertias, gravity_accel, require_expanded
 
 
 def bias_force(model: Model, q: np.ndarray, qd: np.ndarray, fext: np.ndarray | None = None,
                f_elem: np.ndarray | None = None) -> np.ndarray:
     """C(q, qd, fext, f_elem): velocity products, gravity and applied base-coordinate forces, so H qdd + C = tau."""
-    require_tree(model)
+    require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     kin = forward_kinematics(model, q, qd)
     I = body_inertias(model)

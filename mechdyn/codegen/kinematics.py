@@ -10,7 +10,7 @@ from functools import cached_property
 from mechdyn.core.model import BASE, Body, Model
 
 from .expr import Builder, Sym, Val
-from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, cross, mtv, vadd, xf_compose, xf_motion
+from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, crm, cross, mtv, vadd, xf_compose, xf_motion
 
 
 def joint_rotation_T(b: Builder, axis: int, q: Sym) -> list[list[Val]]:
@@ -97,6 +97,34 @@ class TreeKinematics:
             vp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
             out.append(vadd(b, vp, self.vJ(i)))
         return out
+
+    @cached_property
+    def c(self) -> list[Vec6]:
+        """Velocity-product accelerations (qdd = 0, no gravity), body coordinates: c_i = Xup_i c_parent + v_i × S_i qd_i."""
+        b, out = self.b, []
+        for i, bd in enumerate(self.model.bodies):
+            cp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
+            out.append(vadd(b, cp, crm(b, self.v[i], self.vJ(i))))
+        return out
+
+    def point_accel(self, body: int, local: Vec3) -> Vec3:
+        """World acceleration of a body-fixed point at qdd = 0: R (â + α × r + ω × (v + ω × r))."""
+        if body == BASE:
+            return list(ZERO3)
+        b = self.b
+        w, vo = self.v[body][:3], self.v[body][3:]
+        al, ao = self.c[body][:3], self.c[body][3:]
+        vr = vadd(b, vo, cross(b, w, local))
+        return mtv(b, self.X0(body).E, vadd(b, vadd(b, ao, cross(b, al, local)), cross(b, w, vr)))
+
+    def direction(self, body: int, local: Vec3) -> tuple[Vec3, Vec3, Vec3]:
+        """A body-fixed direction in the world, its rate, and its acceleration at qdd = 0."""
+        if body == BASE:
+            return [float(x) for x in local], list(ZERO3), list(ZERO3)
+        b, E = self.b, self.X0(body).E
+        w, al = self.v[body][:3], self.c[body][:3]
+        wl = cross(b, w, local)
+        return (mtv(b, E, local), mtv(b, E, wl), mtv(b, E, vadd(b, cross(b, al, local), cross(b, w, wl))))
 
     def point(self, body: int, local: Vec3) -> tuple[Vec3, Vec3]:
         """World position and velocity of a body-fixed point (body may be BASE)."""

@@ -79,6 +79,18 @@ class Loop:
     def nc(self) -> int:
         return LOOP_NC[self.joint]
 
+    @property
+    def triad(self) -> np.ndarray:
+        """Columns (u0, w0, a0): the axis completed to a right-handed orthonormal basis (docs/conventions.md).
+
+        u0 = normalize(a0 × e) with e the base axis least aligned with a0 (the first on ties).
+        """
+        a = self.axis if self.axis is not None else np.array([0.0, 0.0, 1.0])
+        e = np.eye(3)[int(np.argmin(np.abs(a)))]
+        u = np.cross(a, e)
+        u /= np.linalg.norm(u)
+        return np.column_stack([u, np.cross(a, u), a])
+
 
 @dataclass(frozen=True)
 class Tsda:
@@ -156,6 +168,7 @@ class Model:
     rsdas: tuple[Rsda, ...] = ()
     tracks: tuple[Track, ...] = ()
     ground: Ground | None = None
+    q_design: np.ndarray | None = None  # the design pose closed onto the loops, set on load
     # derived layout, filled by __post_init__
     qidx: tuple[int, ...] = field(init=False)  # first q slot of each body
     vidx: tuple[int, ...] = field(init=False)  # first v slot of each body
@@ -201,7 +214,10 @@ class Model:
         raise KeyError(name)
 
     def q0(self) -> np.ndarray:
-        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree."""
+        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree,
+        then closed onto the loop constraints when the model has loops."""
+        if self.q_design is not None:
+            return self.q_design.copy()
         q = np.zeros(self.nq)
         for b, i in zip(self.bodies, self.qidx):
             if b.joint == "floating":

@@ -14,12 +14,13 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
+from .loops import AssemblyError, loop_of_row, closure, project_q
 from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -627,7 +628,21 @@ class _Builder:
 def parse(text: str, path: str = "<string>", name: str | None = None) -> Model:
     """The Model described by `.mech` source `text`; errors are located in `path`."""
     stmts, settings = _read(text, path)
-    return _Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings)
+    return _assemble(_Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings))
+
+
+def _assemble(model: Model) -> Model:
+    """The model with its design pose closed onto the loop constraints (a no-op without loops)."""
+    if not model.loops:
+        return model
+    try:
+        q = project_q(model, model.q0())
+    except AssemblyError as e:
+        phi, _ = closure(model, model.q0())
+        lp = loop_of_row(model, int(np.argmax(np.abs(phi))))
+        raise MechError(model.path, lp.line, f"cannot assemble the design pose: {e}; expected anchors that "
+                        f"can meet (check anchor_pred, anchor_succ and length of loop '{lp.name}')") from None
+    return replace(model, q_design=q)
 
 
 def load_model(spec: str | os.PathLike[str]) -> Model:

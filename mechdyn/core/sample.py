@@ -1,10 +1,14 @@
 """Random states for validation: the same sampler serves every route being compared."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 
+from .integrate import integrate
+from .loops import AssemblyError, closure, project_q, project_qd
 from .model import Model
 
 
@@ -42,3 +46,41 @@ def random_state(model: Model, rng: np.random.Generator) -> State:
 def scaled_error(a: np.ndarray, b: np.ndarray) -> float:
     """‖a − b‖∞ / max(1, ‖b‖∞): relative for large b, absolute for small."""
     return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def manifold_states(model: Model, rng: np.random.Generator, n: int, step: float = 0.2,
+                    tear: float = 1e-4) -> Iterator[State]:
+    """n states near the closure manifold of a loop model, by a random walk on it.
+
+    Each trial takes a random step of size ~step in the tangent space (the null
+    space of K), projects back onto φ = 0, projects a random qd onto K qd = 0, and
+    then tears q by ~tear so the Baumgarte terms stay exercised (tear=0: exactly
+    closed). Fully random q would tear the loops open by meters, where
+    A = K H⁻¹ Kᵀ is arbitrarily ill-conditioned.
+    """
+    q = model.q0()
+    for _ in range(n):
+        h = step
+        while True:
+            _, K = closure(model, q)
+            N = scipy.linalg.null_space(K)
+            try:
+                q_next = project_q(model, integrate(model, q, N @ rng.normal(0.0, h, N.shape[1]), 1.0))
+                break
+            except AssemblyError:
+                h /= 2  # too far for Gauss-Newton: a shorter step stays in its basin
+        q = q_next
+        qd = project_qd(model, q, rng.normal(0.0, 1.0, model.nv))
+        q_torn = integrate(model, q, rng.normal(0.0, tear, model.nv), 1.0) if tear else q
+        yield State(q_torn, qd, rng.normal(0.0, 5.0, model.nv), rng.normal(0.0, 5.0, (model.nbody, 6)),
+                    rng.normal(0.0, 5.0, model.nact))
+
+
+def states(model: Model, n: int, seed: int, tear: float = 1e-4) -> Iterator[State]:
+    """n seeded validation states: fully random for a tree, near the closure manifold for a loop model."""
+    rng = np.random.default_rng(seed)
+    if model.loops:
+        yield from manifold_states(model, rng, n, tear=tear)
+    else:
+        for _ in range(n):
+            yield random_state(model, rng)

@@ -1,0 +1,143 @@
+"""Loop closures, numerically: constraint rows, the loop Jacobian, and assembly onto the closure manifold.
+
+The constraint definitions are those of docs/conventions.md ("Loop closures").
+Each scalar constraint is a `Row` of one of three shapes, and each shape has an
+exact constraint force T (a spatial force in base coordinates about the base
+origin, applied to the successor, −T to the predecessor) with φ̇ = Tᵀ(v_s − v_p).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import scipy.linalg
+
+from .integrate import integrate
+from .kinematics import Kinematics, forward_kinematics, point_state
+from .model import BASE, Loop, Model
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: Literal["sep", "dirs", "dist"]  # e·d, e1·e2, (d·d − L²)/2
+    phi: float
+    T: np.ndarray  # (6,) the constraint force on the successor
+    e: np.ndarray  # sep: the predecessor-fixed direction; dirs: e1 (predecessor); dist: d
+    e2: np.ndarray | None  # dirs: the successor-fixed direction
+
+
+def _rotation(kin: Kinematics, body: int) -> np.ndarray:
+    return np.eye(3) if body == BASE else kin.R[body]
+
+
+def loop_rows(model: Model, kin: Kinematics, lp: Loop) -> list[Row]:
+    """The loop's constraint rows, in the order docs/conventions.md lists them."""
+    P = point_state(model, kin, lp.pred, lp.anchor_pred)[0]
+    S = point_state(model, kin, lp.succ, lp.anchor_succ)[0]
+    d = S - P
+    Rp, Rs = _rotation(kin, lp.pred), _rotation(kin, lp.succ)
+    u, w, a = (Rp @ lp.triad).T
+    us, ws, as_ = (Rs @ lp.triad).T
+
+    def sep(e: np.ndarray) -> Row:
+        return Row("sep", float(e @ d), np.concatenate([np.cross(S, e), e]), e, None)
+
+    def dirs(e1: np.ndarray, e2: np.ndarray) -> Row:
+        return Row("dirs", float(e1 @ e2), np.concatenate([np.cross(e2, e1), np.zeros(3)]), e1, e2)
+
+    xyz = [sep(Rp[:, k]) for k in range(3)]
+    match lp.joint:
+        case "spherical":
+            return xyz
+        case "revolute":
+            return xyz + [dirs(u, as_), dirs(w, as_)]
+        case "prismatic":
+            return [sep(u), sep(w), dirs(u, as_), dirs(w, as_), dirs(u, ws)]
+        case "cylindrical":
+            return [sep(u), sep(w), dirs(u, as_), dirs(w, as_)]
+        case "point-on-line":
+            return [sep(u), sep(w)]
+        case "distance":
+            return [Row("dist", 0.5 * float(d @ d - lp.length**2), np.concatenate([np.cross(S, d), d]), d, None)]
+    raise ValueError(f"unknown loop joint {lp.joint!r}")
+
+
+def body_jacobian(model: Model, kin: Kinematics, i: int) -> np.ndarray:
+    """(6, nv): body i's spatial velocity in base coordinates (about the base origin) per unit qd."""
+    J = np.zeros((6, model.nv))
+    while i != BASE:
+        b, R, p = model.bodies[i], kin.R[i], kin.p[i]
+        for k in range(b.nv):
+            s = np.zeros(6)
+            if b.joint == "floating":
+                s[k] = 1.0
+            else:
+                s[b.axis + (0 if b.joint == "revolute" else 3)] = 1.0
+            w, v = R @ s[:3], R @ s[3:]
+            J[:, model.vidx[i] + k] = np.concatenate([w, v + np.cross(p, w)])
+        i = b.parent
+    return J
+
+
+def closure(model: Model, q: np.ndarray, kin: Kinematics | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """φ (nc,) and the loop Jacobian K (nc, nv) at q, loops in file order."""
+    kin = kin or forward_kinematics(model, q)
+    phi, K = [], []
+    for lp in model.loops:
+        dJ = body_jacobian(model, kin, lp.succ) - (body_jacobian(model, kin, lp.pred) if lp.pred != BASE else 0.0)
+        for r in loop_rows(model, kin, lp):
+            phi.append(r.phi)
+            K.append(r.T @ dJ)
+    return np.array(phi), np.array(K).reshape(len(phi), model.nv)
+
+
+class AssemblyError(ValueError):
+    """The loops cannot be closed from the given configuration."""
+
+
+def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) -> np.ndarray:
+    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm steps taken in velocity space."""
+    q = np.array(q, dtype=float)
+    for _ in range(maxit):
+        phi, K = closure(model, q)
+        if not phi.size or np.max(np.abs(phi)) <= tol:
+            return q
+        dv = scipy.linalg.lstsq(K, -phi, cond=1e-12)[0]
+        q = integrate(model, q, dv, 1.0)  # the quaternion tangent map, via the integration rule
+    phi, _ = closure(model, q)
+    worst = int(np.argmax(np.abs(phi)))
+    raise AssemblyError(f"loop '{loop_of_row(model, worst).name}' (line {loop_of_row(model, worst).line}) "
+                        f"does not close: residual {abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
+
+
+def project_qd(model: Model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """The qd nearest to the given one (Euclidean) with K qd = 0."""
+    _, K = closure(model, q)
+    if not K.size:
+        return np.array(qd, dtype=float)
+    return qd - K.T @ scipy.linalg.lstsq(K @ K.T, K @ qd, cond=1e-12)[0]
+
+
+def loop_of_row(model: Model, row: int) -> Loop:
+    for lp in model.loops:
+        if row < lp.nc:
+            return lp
+        row -= lp.nc
+    raise IndexError(row)
+
+
+def rank_deficiency(model: Model, K: np.ndarray) -> str | None:
+    """None when rank(K) = nc, else a message naming the loop that loses rank and how to fix it."""
+    nc = K.shape[0]
+    if nc == 0 or np.linalg.matrix_rank(K, tol=1e-9 * max(1.0, np.abs(K).max())) == nc:
+        return None
+    row = 0
+    for lp in model.loops:  # the first loop whose rows add less rank than their count
+        upto = row + lp.nc
+        if np.linalg.matrix_rank(K[:upto], tol=1e-9 * max(1.0, np.abs(K).max())) < upto:
+            return (f"{model.path}:{lp.line}: loop '{lp.name}' ({lp.joint}) over-constrains the mechanism: "
+                    f"rank(K) < nc = {nc}; a planar loop closed by a revolute has only 2 independent "
+                    f"constraints, so close planar loops with point-on-line, not revolute")
+        row = upto
+    return f"{model.path}: rank(K) < nc = {nc}"

@@ -1,0 +1,144 @@
+"""Loop closures: K against finite differences of φ, constraint accelerations, Baumgarte, rank, assembly, planted bugs."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mechdyn
+from crosscheck.dense import compare
+from crosscheck.dense.loops import forward
+from mechdyn.codegen import loops as gloops
+from mechdyn.core.integrate import integrate
+from mechdyn.core.loops import closure, project_qd
+from mechdyn.core.parse import MechError, load_model, parse
+from mechdyn.core.sample import manifold_states, random_q, scaled_error
+
+DATA = Path(__file__).parent / "data"
+ZOO = DATA / "loopzoo.mech"  # one loop of every type
+FOURBAR = DATA / "fourbar_min.mech"
+H = 1e-5
+
+
+def phi_at(model, q, dv):
+    return closure(model, integrate(model, q, dv, 1.0))[0]
+
+
+@pytest.mark.parametrize("path", [ZOO, FOURBAR])
+def test_K_is_the_rate_of_phi(path):
+    """K qd = dφ/dt by central differences, at arbitrary (torn) configurations."""
+    model = load_model(path)
+    rng = np.random.default_rng(1)
+    worst = 0.0
+    for _ in range(30):
+        q, qd = random_q(model, rng), rng.normal(size=model.nv)
+        fd = (phi_at(model, q, qd * H) - phi_at(model, q, -qd * H)) / (2 * H)
+        worst = max(worst, scaled_error(closure(model, q)[1] @ qd, fd))
+    print(f"{model.name}: max scaled |K qd - dphi/dt| = {worst:.2e}")
+    assert worst < 1e-7
+
+
+def phi_ddot(model, q, qd, qdd, h=1e-4):
+    """φ̈ along q(t) = q ⊕ (qd t + ½ qdd t²), by central differences."""
+    at = lambda t: phi_at(model, q, qd * t + 0.5 * qdd * t * t)  # noqa: E731
+    return (at(h) - 2 * at(0.0) + at(-h)) / (h * h)
+
+
+@pytest.mark.parametrize("path", [ZOO, FOURBAR])
+def test_constraint_accelerations_vanish_on_the_manifold(path):
+    """At closed, velocity-consistent states both routes' qdd keep φ̈ = 0 (the Baumgarte terms vanish there)."""
+    model = load_model(path)
+    dyn = mechdyn.load(model)
+    worst = 0.0
+    for s in manifold_states(model, np.random.default_rng(2), 20, tear=0.0):
+        for qdd in (forward(model, s.q, s.qd, s.tau, s.fext, s.act), dyn.forward(s.q, s.qd, s.tau, s.fext, s.act)):
+            scale = max(1.0, np.abs(qdd).max(), np.abs(s.qd).max() ** 2)
+            worst = max(worst, np.abs(phi_ddot(model, s.q, s.qd, qdd)).max() / scale)
+    print(f"{model.name}: max |phi_ddot| / scale on the manifold = {worst:.2e}")
+    assert worst < 1e-5
+
+
+def test_baumgarte_pulls_a_torn_loop_back():
+    """Off the manifold φ̈ = −2α φ̇ − β² φ with α = β = 1/stab."""
+    model = load_model(ZOO)
+    dyn = mechdyn.load(model)
+    a = 1.0 / model.stab
+    worst = 0.0
+    for s in manifold_states(model, np.random.default_rng(3), 10, tear=1e-3):
+        qd = s.qd + np.random.default_rng(4).normal(0, 1e-2, model.nv)  # velocity-inconsistent too
+        phi, K = closure(model, s.q)
+        want = -2 * a * (K @ qd) - a * a * phi
+        got = phi_ddot(model, s.q, qd, dyn.forward(s.q, qd, s.tau, s.fext, s.act))
+        worst = max(worst, np.abs(got - want).max() / max(1e-3, np.abs(want).max()))
+    print(f"loopzoo: Baumgarte law, max relative gap = {worst:.2e}")
+    assert worst < 1e-3
+
+
+def test_projections():
+    model = load_model(ZOO)
+    s = next(manifold_states(model, np.random.default_rng(5), 1, tear=0.0))
+    phi, K = closure(model, s.q)
+    assert np.abs(phi).max() < 1e-12 and np.abs(K @ s.qd).max() < 1e-10
+    qd = project_qd(model, s.q, np.ones(model.nv))
+    assert np.abs(K @ qd).max() < 1e-10
+
+
+def test_revolute_closed_fourbar_is_rejected_with_the_fix():
+    text = FOURBAR.read_text().replace("point-on-line", "revolute")
+    model = parse(text, path="fourbar_revolute.mech")
+    check = compare.rank_K(model, 5)
+    print(check.line())
+    assert not check.passed and "point-on-line" in check.note and "fourbar_revolute.mech:25" in check.note
+
+
+def test_design_pose_is_assembled_on_load():
+    text = FOURBAR.read_text().replace("anchor_pred 0.4 0 0", "anchor_pred 0.43 0 0.02")  # loop open at q = 0
+    model = parse(text, path="open.mech")
+    assert np.abs(closure(model, model.q0())[0]).max() < 1e-12
+    assert np.abs(model.q0()).max() > 1e-3  # it moved to close
+
+
+def test_unassemblable_model_names_the_loop():
+    text = FOURBAR.read_text().replace("anchor_pred 0.4 0 0", "anchor_pred 3.0 0 0")  # out of reach
+    with pytest.raises(MechError, match=r"open.mech:25: cannot assemble the design pose: loop 'ground'.*residual"):
+        parse(text, path="open.mech")
+
+
+# -- planted generator bugs: gen_vs_dense must catch each ------------------------
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
+
+
+def _gen_error() -> float:
+    model = load_model(ZOO)
+    return compare.gen_vs_dense(mechdyn.load(model), 100).value
+
+
+def test_planted_dropped_K_entry(fresh_cache, monkeypatch):
+    real = gloops.path_row
+
+    def dropped(b, kin, a, s, T):
+        row = real(b, kin, a, s, T)
+        row.pop(max(row), None)  # lose the last joint's entry
+        return row
+
+    monkeypatch.setattr(gloops, "path_row", dropped)
+    err = _gen_error()
+    print(f"planted dropped K entry: gen_vs_dense = {err:.3e}")
+    assert err > 1e-6
+
+
+def test_planted_distance_accel_sign(fresh_cache, monkeypatch):
+    monkeypatch.setattr(gloops, "distance_accel",
+                        lambda b, d, dd, dA: b.sub(b.dot(d, dA), b.dot(dd, dd)))  # −ḋ·ḋ instead of +
+    err = _gen_error()
+    print(f"planted distance acceleration sign: gen_vs_dense = {err:.3e}")
+    assert err > 1e-6
+
+
+def test_planted_baumgarte_sign(fresh_cache, monkeypatch):
+    real = gloops.baumgarte
+    monkeypatch.setattr(gloops, "baumgarte", lambda b, phi, phid, al, be: b.neg(real(b, phi, phid, al, be)))
+    err = _gen_error()
+    print(f"planted Baumgarte sign: gen_vs_dense = {err:.3e}")
+    assert err > 1e-6
