@@ -27,7 +27,7 @@ from crosscheck.dense import (
 from crosscheck.dense.compare import crba_vs_aba
 from mechdyn.core.integrate import integrate
 from mechdyn.core.kinematics import forward_kinematics, point_state
-from mechdyn.core.model import BASE, Body, Loop, Model, Poi, Rsda, Tsda
+from mechdyn.core.model import BASE, Body, Model, Poi, Roller, Rsda, Track, Tsda
 from mechdyn.core.parse import load_model, parse
 from mechdyn.core.sample import random_q, random_state, scaled_error
 from mechdyn.core.spatial import jcalc, plux, quat_to_R, rot_axis
@@ -233,15 +233,17 @@ def test_aba_solve_is_H_inverse(name):
     assert worst < 1e-11
 
 
-def test_loops_rejected():
+def test_unexpanded_tracks_rejected():
+    """Track bands are parsed but not expanded yet: every dense entry point refuses them rather than ignore them."""
     base = planar3()
-    loop = Loop(name="close", joint="revolute", pred=BASE, succ=2, anchor_pred=np.zeros(3),
-                anchor_succ=np.zeros(3), axis=np.array([0.0, 1.0, 0.0]), length=None, line=1)
-    model = Model(name="loopy", path="<test>", source="", gravity=G, stab=0.1, bodies=base.bodies, loops=(loop,))
+    rollers = tuple(Roller(body=k, radius=0.2, end=True, drive=False, teeth=0) for k in (0, 1))
+    track = Track(name="band", root=0, plane="xz", shoes=10, pitch=0.1, mass=1.0, cg=np.zeros(3), inertia=np.eye(3),
+                  fext=True, rollers=rollers, pad=None, thickness=None, kn=None, kt=None, mu=None, line=1)
+    model = Model(name="tracked", path="<test>", source="", gravity=G, stab=0.1, bodies=base.bodies, tracks=(track,))
     q, qd, tau = np.zeros(3), np.zeros(3), np.zeros(3)
     for call in (lambda: forward_crba(model, q, qd, tau), lambda: forward_aba(model, q, qd, tau),
                  lambda: mass_matrix(model, q), lambda: bias_force(model, q, qd), lambda: aba_factor(model, q)):
-        with pytest.raises(NotImplementedError, match="loop closures are not supported by the dense reference"):
+        with pytest.raises(NotImplementedError, match="track bands are parsed but not yet expanded"):
             call()
 
 

@@ -625,10 +625,15 @@ class _Builder:
 # ---------------------------------------------------------------- public API
 
 
-def parse(text: str, path: str = "<string>", name: str | None = None) -> Model:
-    """The Model described by `.mech` source `text`; errors are located in `path`."""
+def parse(text: str, path: str = "<string>", name: str | None = None, assemble: bool = True) -> Model:
+    """The Model described by `.mech` source `text`; errors are located in `path`.
+
+    With `assemble`, a model with loops gets its design pose closed onto them
+    (and fails here if it cannot be); without, only the text is checked.
+    """
     stmts, settings = _read(text, path)
-    return _assemble(_Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings))
+    model = _Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings)
+    return _assemble(model) if assemble else model
 
 
 def _assemble(model: Model) -> Model:
