@@ -31,6 +31,9 @@ def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `mechdyn info x | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PASS
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -20,3 +20,9 @@ def dynamics(name: str) -> Dynamics:
 @pytest.fixture(params=MODELS)
 def model_name(request) -> str:
     return request.param
+
+
+def pytest_generate_tests(metafunc) -> None:
+    """`loop_model_name`: every discovered model that has loop closures."""
+    if "loop_model_name" in metafunc.fixturenames:
+        metafunc.parametrize("loop_model_name", [m for m in MODELS if load_model(m).loops])

@@ -29,3 +29,9 @@ def test_find_roundtrip(model_name):
     check = compare.find_roundtrip(dynamics(model_name))
     print(check.line())
     assert check.passed, check.line()
+
+
+def test_rank_K(loop_model_name):
+    check = compare.rank_K(load_model(loop_model_name), TRIALS)
+    print(check.line())
+    assert check.passed, check.line()

@@ -3,11 +3,13 @@
 The cache key covers the model text, the generator (its version and the
 source of every codegen module), and the compiler with its flags, so a second
 load of the same model never recompiles. Builds happen in a private temporary
-directory and are published with an atomic rename, so concurrent builders of
-the same model (pytest -n auto) never see a half-written module.
+directory and are published with an atomic rename, so a reader never sees a
+half-written module; a per-module lock makes concurrent builders of the same
+model (pytest -n auto) compile it once.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -97,7 +99,10 @@ def build(model: Model) -> tuple[ModuleType, Path]:
     name = module_name(model)
     dest = cache_dir() / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     if not dest.exists():
-        _compile(generate(model), name, dest)
+        with open(cache_dir() / f".{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one builder compiles; the others wait, then find it
+            if not dest.exists():
+                _compile(generate(model), name, dest)
     loader = importlib.machinery.ExtensionFileLoader(name, str(dest))
     spec = importlib.util.spec_from_file_location(name, dest, loader=loader)
     module = importlib.util.module_from_spec(spec)
