@@ -20,9 +20,20 @@ GATE_QDD = 1e-12  # two dense routes in double precision on O(1)-conditioned tre
 GATE_OBSERVE = 1e-12  # kinematics only: no solve, so no conditioning to allow for
 
 
+_drawn: dict[tuple[str, str, int, int], list[State]] = {}
+
+
 def random_states(model: Model, trials: int, seed: int, desc: str) -> Iterable[State]:
-    """`trials` seeded validation states (near-manifold for loop models), with a progress bar on a terminal."""
-    yield from tqdm(states(model, trials, seed), total=trials, desc=desc, unit="state", leave=False, disable=None)
+    """`trials` seeded validation states (near-manifold for loop models), with a progress bar on a terminal.
+
+    The states are drawn once per (model, trials, seed) and shared by every
+    comparison, since a loop model's manifold walk costs more than the checks.
+    """
+    key = (model.path, model.source, trials, seed)
+    if key not in _drawn:
+        _drawn[key] = list(tqdm(states(model, trials, seed), total=trials, desc=f"states for {model.name}",
+                                unit="state", leave=False, disable=None))
+    yield from tqdm(_drawn[key], desc=desc, unit="state", leave=False, disable=None)
 
 
 def worst_over_states(states: Iterable[State], a: Callable[[State], np.ndarray], b: Callable[[State], np.ndarray]) -> tuple[float, int]:

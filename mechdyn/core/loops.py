@@ -27,6 +27,11 @@ class Row:
     e2: np.ndarray | None  # dirs: the successor-fixed direction
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b for 3-vectors (np.cross's generality costs ten times more here)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def _rotation(kin: Kinematics, body: int) -> np.ndarray:
     return np.eye(3) if body == BASE else kin.R[body]
 
@@ -41,10 +46,10 @@ def loop_rows(model: Model, kin: Kinematics, lp: Loop) -> list[Row]:
     us, ws, as_ = (Rs @ lp.triad).T
 
     def sep(e: np.ndarray) -> Row:
-        return Row("sep", float(e @ d), np.concatenate([np.cross(S, e), e]), e, None)
+        return Row("sep", float(e @ d), np.concatenate([cross(S, e), e]), e, None)
 
     def dirs(e1: np.ndarray, e2: np.ndarray) -> Row:
-        return Row("dirs", float(e1 @ e2), np.concatenate([np.cross(e2, e1), np.zeros(3)]), e1, e2)
+        return Row("dirs", float(e1 @ e2), np.concatenate([cross(e2, e1), np.zeros(3)]), e1, e2)
 
     xyz = [sep(Rp[:, k]) for k in range(3)]
     match lp.joint:
@@ -59,7 +64,7 @@ def loop_rows(model: Model, kin: Kinematics, lp: Loop) -> list[Row]:
         case "point-on-line":
             return [sep(u), sep(w)]
         case "distance":
-            return [Row("dist", 0.5 * float(d @ d - lp.length**2), np.concatenate([np.cross(S, d), d]), d, None)]
+            return [Row("dist", 0.5 * float(d @ d - lp.length**2), np.concatenate([cross(S, d), d]), d, None)]
     raise ValueError(f"unknown loop joint {lp.joint!r}")
 
 
@@ -68,14 +73,17 @@ def body_jacobian(model: Model, kin: Kinematics, i: int) -> np.ndarray:
     J = np.zeros((6, model.nv))
     while i != BASE:
         b, R, p = model.bodies[i], kin.R[i], kin.p[i]
-        for k in range(b.nv):
-            s = np.zeros(6)
-            if b.joint == "floating":
-                s[k] = 1.0
-            else:
-                s[b.axis + (0 if b.joint == "revolute" else 3)] = 1.0
-            w, v = R @ s[:3], R @ s[3:]
-            J[:, model.vidx[i] + k] = np.concatenate([w, v + np.cross(p, w)])
+        v0 = model.vidx[i]
+        px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+        if b.joint == "floating":  # columns [R; p× R] for ω, [0; R] for v
+            J[:3, v0 : v0 + 3] = R
+            J[3:, v0 : v0 + 3] = px @ R
+            J[3:, v0 + 3 : v0 + 6] = R
+        elif b.joint == "revolute":
+            J[:3, v0] = R[:, b.axis]
+            J[3:, v0] = px @ R[:, b.axis]
+        else:
+            J[3:, v0] = R[:, b.axis]
         i = b.parent
     return J
 

@@ -6,6 +6,7 @@ take it as their first argument and keep their workspace elsewhere.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -79,7 +80,7 @@ class Loop:
     def nc(self) -> int:
         return LOOP_NC[self.joint]
 
-    @property
+    @cached_property
     def triad(self) -> np.ndarray:
         """Columns (u0, w0, a0): the axis completed to a right-handed orthonormal basis (docs/conventions.md).
 
