@@ -71,3 +71,53 @@ def bench(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_calls: in
         forward_crba(dyn.model, s.q, s.qd, s.tau, s.fext, s.act)
     dense = (time.perf_counter() - t0) / dense_calls
     return BenchResult(dyn.model.name, dyn.nq, dyn.nv, dyn.flops, best * 1e9, dense * 1e9, checksum)
+
+
+@dataclass(frozen=True)
+class SimBenchResult:
+    model: str
+    dt: float
+    c_steps_per_s: float
+    python_steps_per_s: float
+
+    @property
+    def realtime_factor(self) -> float:
+        return self.c_steps_per_s * self.dt
+
+    @property
+    def speedup(self) -> float:
+        return self.c_steps_per_s / self.python_steps_per_s
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"realtime_factor": self.realtime_factor, "speedup": self.speedup}
+
+
+def bench_sim(dyn: Dynamics, dt: float, seconds: float = 0.3, repeats: int = 5) -> SimBenchResult:
+    """Verlet steps per second stepped in C (fwd_dyn_sim), and the same loop driven from Python.
+
+    The Python loop is the generous version: one forward() and two C drifts per step.
+    """
+    from mechdyn.sim.checks import initial_state
+    from mechdyn.sim.run import simulate
+
+    q0, qd0 = initial_state(dyn)
+    best = np.inf
+    n = 1000
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        simulate(dyn, q0, qd0, n * dt, dt, "verlet", stride=n)
+        el = time.perf_counter() - t0
+        best = min(best, el / n)
+        n = max(n, int(seconds / max(el / n, 1e-9)))
+    c_rate = 1.0 / best
+    q, qd, tau = q0.copy(), qd0.copy(), np.zeros(dyn.nv)
+    qdd = dyn.forward(q, qd, tau)
+    m = max(200, int(seconds * c_rate / 100))
+    t0 = time.perf_counter()
+    for _ in range(m):
+        q = dyn.drift(q, qd, 0.5 * dt)
+        qdd = dyn.forward(q, qd + 0.5 * dt * qdd, tau)
+        qd = qd + qdd * dt
+        q = dyn.drift(q, qd, 0.5 * dt)
+    py_rate = m / (time.perf_counter() - t0)
+    return SimBenchResult(dyn.model.name, dt, c_rate, py_rate)

@@ -3,6 +3,8 @@
     mechdyn info <model>
     mechdyn gen <model> [-o file.c]
     mechdyn bench <model> [--json]
+    mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
+    mechdyn plot out.csv [-o dir]
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mechdyn.cliutil import EXIT_PASS, atomic_write, run
+from mechdyn.cliutil import EXIT_PASS, InputError, atomic_write, run
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.parse import load_model
 
@@ -88,10 +90,21 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Time the generated forward dynamics against the dense reference."""
-    from mechdyn.bench import bench, machine
+    from mechdyn.bench import bench, bench_sim, machine
     from mechdyn.dynamics import Dynamics
 
-    res = bench(Dynamics(load_model(args.model)), repeats=args.repeats)
+    dyn = Dynamics(load_model(args.model))
+    if args.sim is not None:
+        sres = bench_sim(dyn, args.sim)
+        if args.json:
+            print(json.dumps(sres.as_dict() | {"machine": machine()}, indent=2))
+        else:
+            print(f"bench: {sres.model} Verlet at dt {sres.dt:g} s on {machine()}")
+            print(f"bench: stepped in C      {sres.c_steps_per_s:12.4g} steps/s  (real-time factor {sres.realtime_factor:.3g})")
+            print(f"bench: Python step loop  {sres.python_steps_per_s:12.4g} steps/s")
+            print(f"bench: speedup           {sres.speedup:12.1f}x")
+        return EXIT_PASS
+    res = bench(dyn, repeats=args.repeats)
     if args.json:
         print(json.dumps(res.as_dict(), indent=2))
     else:
@@ -99,6 +112,65 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"bench: generated  {res.ns_per_call:10.1f} ns/call  {res.flops} flops  {res.gflops:.2f} GFLOP/s")
         print(f"bench: dense      {res.dense_ns_per_call:10.1f} ns/call  (numpy 6x6 reference)")
         print(f"bench: speedup    {res.speedup:10.1f}x")
+    return EXIT_PASS
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    """Simulate a model and summarize (optionally writing a trace)."""
+    import time
+
+    import numpy as np
+
+    from mechdyn.dynamics import Dynamics
+    from mechdyn.sim.checks import closure_drift, initial_state
+    from mechdyn.sim.energy import energy_balance
+    from mechdyn.sim.run import simulate
+    from mechdyn.sim.trace import write_trace
+
+    if args.time <= 0 or args.dt <= 0 or args.dt > args.time:
+        raise InputError(f"expected 0 < --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
+    dyn = Dynamics(load_model(args.model))
+    model = dyn.model
+    if args.seed is None:
+        q0, qd0 = model.q0(), np.zeros(model.nv)
+    else:
+        q0, qd0 = initial_state(dyn, args.seed)
+    nsteps = int(round(args.time / args.dt))
+    stride = args.stride or max(1, nsteps // 2000)  # about 2000 rows, whatever dt is
+    t0 = time.perf_counter()
+    tr = simulate(dyn, q0, qd0, args.time, args.dt, args.scheme, stride=stride, progress=True)
+    wall = time.perf_counter() - t0
+    E, B = energy_balance(model, tr.t, tr.q, tr.qd)
+    closure = None
+    if model.loops:
+        from mechdyn.core.loops import closure as phi_of
+
+        closure = np.array([np.abs(phi_of(model, q)[0]).max() for q in tr.q])
+    if args.trace:
+        write_trace(Path(args.trace), model, tr.t, tr.q, tr.qd, E, closure,
+                    {"scheme": args.scheme, "dt": f"{args.dt:g}", "stride": str(stride), "steps": str(nsteps)})
+    drift = float(np.max(np.abs(B - B[0])))
+    extra = f", max closure error {closure.max():.2e}" if closure is not None else ""
+    print(f"sim: {model.name}: {nsteps} {args.scheme} steps of {args.dt:g} s in {wall:.3f} s wall "
+          f"({nsteps / wall:.3g} steps/s, real-time factor {args.time / wall:.3g}), "
+          f"energy drift {drift:.3e} J{extra}" + (f"; trace {args.trace}" if args.trace else ""))
+    return EXIT_PASS
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Plot a trace file's time histories."""
+    from mechdyn.sim.plot import plot_trace
+    from mechdyn.sim.trace import read_trace
+
+    path = Path(args.trace)
+    if not path.is_file():
+        raise InputError(f"{path}: no such trace file; expected the CSV that 'mechdyn sim --trace' wrote")
+    try:
+        tr = read_trace(path)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    for f in plot_trace(tr, Path(args.output) if args.output else path.parent):
+        print(f)
     return EXIT_PASS
 
 
@@ -124,8 +196,32 @@ def parser() -> argparse.ArgumentParser:
                        "ns/call, the speedup and the generated code's flop count.")
     b.add_argument("model", help="a model name in models/ or a path to a .mech file")
     b.add_argument("--repeats", type=int, default=7, help="timed repeats; the minimum is reported (default 7)")
+    b.add_argument("--sim", type=float, metavar="DT", help="instead, time Verlet stepping at step DT: in C "
+                   "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
+    s = sub.add_parser("sim", help="simulate a model in C and summarize the run",
+                       description="Step the generated dynamics in C from the design pose at rest (or a seeded "
+                       "random state), report steps, wall time, real-time factor and energy drift (the change "
+                       "of kinetic + gravitational + spring energy plus the energy the dampers dissipated), and "
+                       "the loop closure error for loop models. Inputs are held at zero.")
+    s.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    s.add_argument("--time", type=float, default=1.0, help="simulated time in s (default 1)")
+    s.add_argument("--dt", type=float, default=1e-3, help="step in s (default 1e-3)")
+    s.add_argument("--scheme", choices=["verlet", "euler"], default="verlet",
+                   help="Stormer-Verlet (2nd order, default) or semi-implicit Euler (1st order)")
+    s.add_argument("--trace", metavar="FILE.csv", help="write t, q, qd, energy (and closure) to a CSV file")
+    s.add_argument("--stride", type=int, help="record every N-th step (default: about 2000 rows)")
+    s.add_argument("--seed", type=int, help="start from a seeded random state (closed and velocity-consistent "
+                   "for loop models) instead of the design pose at rest")
+    s.set_defaults(func=cmd_sim)
+    pl = sub.add_parser("plot", help="draw a trace's time histories as PNG files",
+                        description="Draw a trace written by 'mechdyn sim --trace' as PNG files: joint "
+                        "coordinates and rates, each floating body's position, path and velocities, and the "
+                        "energy change (and loop closure error).")
+    pl.add_argument("trace", help="the trace CSV")
+    pl.add_argument("-o", "--output", metavar="DIR", help="directory for the PNGs (default: beside the trace)")
+    pl.set_defaults(func=cmd_plot)
     return p
 
 

@@ -87,6 +87,28 @@ class Dynamics:
         """Index of `name` among the model's "poi", "tsda", "rsda" or "act" entries; -1 if unknown."""
         return int(self._lib.fwd_dyn_find(kind.encode(), name.encode()))
 
+    def drift(self, q, qd, tau: float) -> np.ndarray:
+        """q advanced by tau at constant qd with the generated integration rule (fwd_dyn_drift)."""
+        out, pq = self._arr("q", np.array(q, dtype=np.float64), (self.nq,))
+        _, pqd = self._arr("qd", qd, (self.nv,))
+        self._lib.fwd_dyn_drift(pq, pqd, tau)
+        return out
+
+    def step(self, scheme: int, nsteps: int, t0: float, dt: float, q: np.ndarray, qd: np.ndarray, qdd_prev: np.ndarray,
+             tau: np.ndarray, fext: np.ndarray | None, act: np.ndarray | None, dt_sched: float,
+             stride: int, traj_q: np.ndarray, traj_qd: np.ndarray) -> int:
+        """nsteps of fwd_dyn_sim from time t0 on (q, qd, qdd_prev) in place; inputs are (nsched, ...) schedules."""
+        n = tau.shape[0]
+        ptr = lambda name, a, shape, opt=False: self._arr(name, a, shape, opt)[1]  # noqa: E731
+        for name, a in (("q", q), ("qd", qd), ("qdd_prev", qdd_prev), ("traj_q", traj_q), ("traj_qd", traj_qd)):
+            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous):
+                raise ValueError(f"{name} must be a C-contiguous float64 array: it is written in place")
+        return self._lib.fwd_dyn_sim(
+            scheme, nsteps, t0, dt, ptr("q", q, (self.nq,)), ptr("qd", qd, (self.nv,)), ptr("qdd_prev", qdd_prev, (self.nv,)),
+            n, dt_sched, ptr("tau", tau, (n, self.nv)), ptr("fext", fext, (n, self.nbody, 6), True),
+            ptr("act", act, (n, self.nact), True), stride,
+            ptr("traj_q", traj_q, traj_q.shape), ptr("traj_qd", traj_qd, traj_qd.shape))
+
     def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
         """Seconds per fwd_dyn call timed inside C over a pool of states, and the checksum."""
         n = np.asarray(Q).shape[0]

@@ -23,6 +23,8 @@ def model_name(request) -> str:
 
 
 def pytest_generate_tests(metafunc) -> None:
-    """`loop_model_name`: every discovered model that has loop closures."""
+    """`loop_model_name` and `tree_model_name`: the discovered models with and without loop closures."""
     if "loop_model_name" in metafunc.fixturenames:
         metafunc.parametrize("loop_model_name", [m for m in MODELS if load_model(m).loops])
+    if "tree_model_name" in metafunc.fixturenames:
+        metafunc.parametrize("tree_model_name", [m for m in MODELS if not load_model(m).loops])

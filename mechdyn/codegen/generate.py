@@ -9,6 +9,8 @@ Exports (see docs/generated-api.md):
     double fwd_dyn_bench(ncalls, npool, Q, QD, TAU, FEXT, ACT)
     const int fwd_dyn_nq, fwd_dyn_nv, fwd_dyn_nact, fwd_dyn_nbody, fwd_dyn_observe_len
     const long fwd_dyn_flops
+    void fwd_dyn_drift(q, qd, tau)                   the integration rule (stepper.py)
+    long fwd_dyn_sim(scheme, nsteps, dt, q, qd, ...)  Euler or Verlet steps in C
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from .kinematics import TreeKinematics
 from .loops import dense_ldlt_solve, loop_rows
 from .ltdl import check_sparsity, expanded_parents, ltdl_factor, ltdl_solve
 from .rnea import bias_force
+from .stepper import CDEF as STEPPER_CDEF
+from .stepper import drift_function, sim_function
 
 GENERATOR_VERSION = "1"  # bump whenever the emitted code changes for the same model
 
@@ -188,7 +192,7 @@ double fwd_dyn_bench(long ncalls, int npool, const double *q, const double *qd, 
     return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / (double)ncalls;
 }}
 """
-    return Generated(model, src, ops, nobs)
+    return Generated(model, src + drift_function(model) + sim_function(model), ops, nobs)
 
 
 CDEF = """
@@ -200,4 +204,4 @@ void fwd_dyn_observe(const double *q, const double *qd, double *obs);
 int fwd_dyn_find(const char *kind, const char *name);
 double fwd_dyn_bench(long ncalls, int npool, const double *q, const double *qd, const double *tau,
                      const double *fext, const double *act, double *checksum);
-"""
+""" + STEPPER_CDEF

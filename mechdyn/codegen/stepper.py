@@ -1,0 +1,131 @@
+"""The time stepper emitted beside fwd_dyn: the drift of docs/conventions.md and two schemes.
+
+    void fwd_dyn_drift(double *q, const double *qd, double tau)
+    long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
+                     int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
+                     long stride, double *traj_q, double *traj_qd)
+
+The drift is written exactly, so each half-step is self-adjoint: single-DOF
+joints move by qd·τ; a floating body's attitude by Q ⊗ exp(½ ω τ) and its
+position by R(Q ⊗ exp(½ ω τ/2)) v τ (the midpoint attitude).
+
+Schemes: 0 is semi-implicit Euler (kick with f(q, qd), then drift dt);
+1 is Störmer–Verlet composed as drift(dt/2), kick with f evaluated once at the
+midpoint with the velocity predictor qd + qdd_prev·dt/2, drift(dt/2).
+Inputs are schedules of `nsched` samples `dt_sched` apart, held between
+samples (nsched = 1 holds one value throughout).
+"""
+from __future__ import annotations
+
+from mechdyn.core.model import Model
+
+SCHEMES = {"euler": 0, "verlet": 1}
+
+_QUAT_HELPERS = r"""
+/* a ⊗ b for scalar-first quaternions, into out (which may alias neither) */
+static void quat_mul(const double *a, const double *b, double *out)
+{
+    out[0] = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+    out[1] = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
+    out[2] = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
+    out[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
+}
+
+/* exp(½ w t): the unit quaternion turning by |w| t about w */
+static void quat_exp(const double *w, double t, double *out)
+{
+    double n = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    double h = 0.5 * n * t;
+    double s = n > 0.0 ? sin(h) / n : 0.5 * t;
+    out[0] = cos(h);
+    out[1] = s * w[0];
+    out[2] = s * w[1];
+    out[3] = s * w[2];
+}
+
+/* R(Q) v for a unit quaternion */
+static void quat_rotate(const double *Q, const double *v, double *out)
+{
+    double w = Q[0], x = Q[1], y = Q[2], z = Q[3];
+    out[0] = (1 - 2 * (y * y + z * z)) * v[0] + 2 * (x * y - w * z) * v[1] + 2 * (x * z + w * y) * v[2];
+    out[1] = 2 * (x * y + w * z) * v[0] + (1 - 2 * (x * x + z * z)) * v[1] + 2 * (y * z - w * x) * v[2];
+    out[2] = 2 * (x * z - w * y) * v[0] + 2 * (y * z + w * x) * v[1] + (1 - 2 * (x * x + y * y)) * v[2];
+}
+
+"""
+
+
+DRIFT_FLOATING = r"""
+/* one floating body: Q ← Q ⊗ exp(½ ω τ), r ← r + R(Q ⊗ exp(½ ω τ/2)) v τ */
+static void drift_floating(double *q, const double *qd, double tau)
+{
+    double e[4], Qmid[4], Qnew[4], dr[3];
+    quat_exp(qd, 0.5 * tau, e);
+    quat_mul(q, e, Qmid);
+    quat_rotate(Qmid, qd + 3, dr);
+    quat_exp(qd, tau, e);
+    quat_mul(q, e, Qnew);
+    q[0] = Qnew[0]; q[1] = Qnew[1]; q[2] = Qnew[2]; q[3] = Qnew[3];
+    q[4] += dr[0] * tau; q[5] += dr[1] * tau; q[6] += dr[2] * tau;
+}
+"""
+
+
+def drift_function(model: Model) -> str:
+    """fwd_dyn_drift: q advanced by tau at constant qd, body by body."""
+    lines = []
+    for b, iq, iv in zip(model.bodies, model.qidx, model.vidx):
+        if b.joint == "floating":
+            lines.append(f"    drift_floating(q + {iq}, qd + {iv}, tau);")
+        else:
+            lines.append(f"    q[{iq}] += qd[{iv}] * tau;")
+    helpers = _QUAT_HELPERS + DRIFT_FLOATING if any(b.joint == "floating" for b in model.bodies) else ""
+    return f"{helpers}\nvoid fwd_dyn_drift(double *q, const double *qd, double tau)\n{{\n" + "\n".join(lines) + "\n}\n"
+
+
+def sim_function(model: Model) -> str:
+    """fwd_dyn_sim: nsteps of a scheme in C, recording every stride-th state."""
+    nq, nv, nf, na = model.nq, model.nv, 6 * model.nbody, model.nact
+    return f"""
+/* Step (q, qd) in place; qdd_prev carries Verlet's predictor between calls (zeros: compute it).
+ * Returns the number of states recorded (after steps stride, 2 stride, ...). */
+long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
+                 int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
+                 long stride, double *traj_q, double *traj_qd)
+{{
+    double qdd[{nv}], qdm[{nv}];
+    long nrec = 0;
+    for (long k = 0; k < nsteps; ++k) {{
+        long s = nsched > 1 ? (long)((t0 + k * dt) / dt_sched) : 0;
+        if (s >= nsched) s = nsched - 1;
+        const double *u = tau + s * {nv};
+        const double *fe = fext ? fext + s * {nf} : 0;
+        const double *ac = act ? act + s * {max(na, 1)} : 0;
+        if (scheme == 0) {{
+            fwd_dyn(q, qd, u, fe, ac, qdd);
+            for (int i = 0; i < {nv}; ++i) qd[i] += qdd[i] * dt;
+            fwd_dyn_drift(q, qd, dt);
+        }} else {{
+            fwd_dyn_drift(q, qd, 0.5 * dt);
+            for (int i = 0; i < {nv}; ++i) qdm[i] = qd[i] + qdd_prev[i] * 0.5 * dt;
+            fwd_dyn(q, qdm, u, fe, ac, qdd);
+            for (int i = 0; i < {nv}; ++i) {{ qd[i] += qdd[i] * dt; qdd_prev[i] = qdd[i]; }}
+            fwd_dyn_drift(q, qd, 0.5 * dt);
+        }}
+        if (stride > 0 && (k + 1) % stride == 0) {{
+            memcpy(traj_q + nrec * {nq}, q, sizeof(double) * {nq});
+            memcpy(traj_qd + nrec * {nv}, qd, sizeof(double) * {nv});
+            ++nrec;
+        }}
+    }}
+    return nrec;
+}}
+"""
+
+
+CDEF = """
+void fwd_dyn_drift(double *q, const double *qd, double tau);
+long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
+                 int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
+                 long stride, double *traj_q, double *traj_qd);
+"""

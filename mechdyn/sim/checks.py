@@ -1,0 +1,76 @@
+"""Checks that only a trajectory can make: integration order, reversibility, loop closure drift.
+
+Each returns a `Check` (crosscheck/checks.py), like every other gate.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from crosscheck.checks import Check
+from mechdyn.core.loops import closure
+from mechdyn.core.sample import states
+from mechdyn.dynamics import Dynamics
+
+from .energy import energy_balance, energy_terms
+from .run import Trajectory, simulate
+
+ORDER = {"euler": (2.0, 0.05), "verlet": (4.0, 0.1)}  # expected drift ratio dt → dt/2, and its band
+NOISE = 1e-11  # drift below this fraction of the kinetic-energy scale is round-off, not truncation
+T_ORDER, DT_ORDER = 0.5, 2e-4  # horizon and step of the order gate
+CLOSURE_GATE = 1e-5  # m or rad: a loop held this closed over a run is closed for any engineering purpose
+
+
+def initial_state(dyn: Dynamics, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded starting state: random for a tree, closed and velocity-consistent for a loop model."""
+    s = next(states(dyn.model, 1, seed, tear=0.0))
+    return s.q, s.qd
+
+
+def energy_drift(dyn: Dynamics, q0, qd0, scheme: str, dt: float, T: float = T_ORDER) -> tuple[float, float]:
+    """max |B(t) − B(0)| over the run, with B = E + ∫P_diss, at every step; and the KE scale.
+
+    Every step is recorded so that the dissipated work's quadrature error shrinks
+    with dt like the scheme's own (on a fixed coarser grid it would not).
+    """
+    tr = simulate(dyn, q0, qd0, T, dt, scheme)
+    _, B = energy_balance(dyn.model, tr.t, tr.q, tr.qd)
+    ke = max(energy_terms(dyn.model, q, qd)[0] for q, qd in zip(tr.q, tr.qd))
+    return float(np.max(np.abs(B - B[0]))), ke
+
+
+def order_gate(dyn: Dynamics, scheme: str, dt: float = DT_ORDER, seed: int = 0) -> Check:
+    """Energy drift at dt over that at dt/2: 2 for a first-order scheme, 4 for a second-order one."""
+    q0, qd0 = initial_state(dyn, seed)
+    d1, ke = energy_drift(dyn, q0, qd0, scheme, dt)
+    d2, _ = energy_drift(dyn, q0, qd0, scheme, dt / 2)
+    want, band = ORDER[scheme]
+    floor = NOISE * max(ke, 1e-300)
+    name = f"order_{scheme}"
+    if d1 <= floor:  # exact to round-off (constant H and forces, as in a gantry): nothing to measure
+        return Check(name, 0.0, band, f"energy drift {d1:.2e} J at dt {dt:g} is below the noise floor "
+                     f"{floor:.1e} J (exact to round-off); |ratio - {want:g}|")
+    ratio = d1 / d2
+    return Check(name, abs(ratio - want), band,
+                 f"energy drift {d1:.3e} J at dt {dt:g}, {d2:.3e} J at dt/2, ratio {ratio:.3f}; |ratio - {want:g}|")
+
+
+def reversibility(dyn: Dynamics, tau: float = 0.1, trials: int = 20, seed: int = 0) -> Check:
+    """The drift is self-adjoint: by +tau then −tau it returns to the start."""
+    worst = 0.0
+    for s in states(dyn.model, trials, seed, tear=0.0):
+        back = dyn.drift(dyn.drift(s.q, s.qd, tau), s.qd, -tau)
+        worst = max(worst, float(np.max(np.abs(back - s.q))))
+    return Check("reversibility", worst, 1e-10, f"{trials} states, drift +{tau:g} s then -{tau:g} s, max |q - q0|")
+
+
+def closure_drift(dyn: Dynamics, traj: Trajectory) -> float:
+    """The largest loop-closure error |φ|∞ along a trajectory."""
+    return max((float(np.max(np.abs(closure(dyn.model, q)[0]))) for q in traj.q), default=0.0)
+
+
+def closure_gate(dyn: Dynamics, T: float = 1.0, dt: float = 1e-4, seed: int = 0) -> Check:
+    """Loop models: Baumgarte keeps the closure error bounded over a run from a closed state."""
+    q0, qd0 = initial_state(dyn, seed)
+    tr = simulate(dyn, q0, qd0, T, dt, "verlet", stride=10)
+    worst = closure_drift(dyn, tr)
+    return Check("closure_drift", worst, CLOSURE_GATE, f"{T:g} s at dt {dt:g} (Verlet) from a closed state, max |phi|")

@@ -1,0 +1,69 @@
+"""Trajectories: many steps per C call, strided records, inputs held or scheduled."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from mechdyn.codegen.stepper import SCHEMES
+from mechdyn.dynamics import Dynamics
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    t: np.ndarray  # (n,)
+    q: np.ndarray  # (n, nq)
+    qd: np.ndarray  # (n, nv)
+    dt: float
+    scheme: str
+
+
+def _schedule(x, n_inner: tuple[int, ...], name: str) -> np.ndarray | None:
+    """An input as a (nsched, ...) schedule: one held value or a sampled series."""
+    if x is None:
+        return None
+    a = np.asarray(x, dtype=np.float64)
+    if a.shape == n_inner:
+        return np.ascontiguousarray(a[None])
+    if a.ndim == len(n_inner) + 1 and a.shape[1:] == n_inner:
+        return np.ascontiguousarray(a)
+    raise ValueError(f"{name} has shape {a.shape}, expected {n_inner} (held) or (nsched, *{n_inner}) (scheduled)")
+
+
+def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1,
+             tau=None, fext=None, act=None, dt_sched: float | None = None, progress: bool = False) -> Trajectory:
+    """Step the model from (q0, qd0) for T seconds, recording the start and every stride-th step.
+
+    tau (nv,), fext (nbody, 6) and act (nact,) are held constant; give a leading
+    axis of samples, dt_sched apart, to schedule them instead (zero-order hold).
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+    if dt <= 0 or T < 0 or stride < 1:
+        raise ValueError("expected dt > 0, T >= 0 and stride >= 1")
+    nsteps = int(round(T / dt))
+    tau_s = _schedule(np.zeros(dyn.nv) if tau is None else tau, (dyn.nv,), "tau")
+    fext_s, act_s = _schedule(fext, (dyn.nbody, 6), "fext"), _schedule(act, (dyn.nact,), "act")
+    if len(tau_s) > 1 and not dt_sched:
+        raise ValueError("a scheduled input needs dt_sched")
+    q, qd = np.array(q0, dtype=np.float64), np.array(qd0, dtype=np.float64)
+    nrec = nsteps // stride
+    Q, QD = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv))
+    Q[0], QD[0] = q, qd
+    first = lambda s: None if s is None else s[0]  # noqa: E731
+    qdd_prev = dyn.forward(q, qd, tau_s[0], first(fext_s), first(act_s))  # Verlet's first predictor
+    # chunks of whole strides, so a progress bar can follow a long run
+    chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
+    done, rec = 0, 1
+    with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,
+              disable=None if progress else True) as bar:
+        while done < nsteps:
+            n = min(chunk, nsteps - done)
+            got = dyn.step(SCHEMES[scheme], n, done * dt, dt, q, qd, qdd_prev, tau_s, fext_s, act_s,
+                           dt_sched or 1.0, stride, Q[rec:], QD[rec:])
+            rec += got
+            done += n
+            bar.update(n)
+    t = np.arange(rec) * stride * dt
+    return Trajectory(t, Q[:rec], QD[:rec], dt, scheme)
