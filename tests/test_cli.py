@@ -77,3 +77,30 @@ def test_bad_trials_is_an_input_error():
     r = cli("crosscheck", "dense", "elbow", "--trials", "0")
     assert r.returncode == 2 and "positive integer" in r.stderr
 
+
+
+def test_sim_trace_and_plot(tmp_path, capsys):
+    trace = tmp_path / "s.csv"
+    assert run(mechdyn_main, ["sim", "satellite", "--time", "0.2", "--dt", "1e-3", "--seed", "1", "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "200 verlet steps" in out and "real-time factor" in out and "energy drift" in out
+    head = trace.read_text().splitlines()
+    assert head[0] == "# mechdyn trace" and "# model: satellite" in head
+    assert run(mechdyn_main, ["plot", str(trace), "-o", str(tmp_path / "png")]) == 0
+    pngs = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
+    assert pngs == ["satellite_bus.png", "satellite_energy.png", "satellite_joints.png"]
+    assert all((tmp_path / "png" / p).stat().st_size > 10_000 for p in pngs)
+
+
+def test_sim_loop_model_reports_closure(tmp_path, capsys):
+    trace = tmp_path / "q.csv"
+    assert run(mechdyn_main, ["sim", "quartercar", "--time", "0.05", "--dt", "5e-4", "--trace", str(trace)]) == 0
+    assert "max closure error" in capsys.readouterr().out
+    assert trace.read_text().splitlines()[-1].count(",") > 20 and "closure" in trace.read_text()
+
+
+def test_plot_rejects_a_non_trace(tmp_path):
+    bad = tmp_path / "x.csv"
+    bad.write_text("a,b\n1,2\n")
+    r = cli("mechdyn", "plot", str(bad))
+    assert r.returncode == 2 and "not a mechdyn trace" in r.stderr and "Traceback" not in r.stderr
