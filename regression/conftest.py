@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from crosscheck.checks import Check
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Dynamics
 
@@ -28,3 +29,23 @@ def pytest_generate_tests(metafunc) -> None:
         metafunc.parametrize("loop_model_name", [m for m in MODELS if load_model(m).loops])
     if "tree_model_name" in metafunc.fixturenames:
         metafunc.parametrize("tree_model_name", [m for m in MODELS if not load_model(m).loops])
+
+
+@pytest.fixture
+def gate(request):
+    """gate(model, check): print the check, attach its metric to this test's report, and assert it.
+
+    The metric travels in the report's user_properties ("gate", {...}), so under
+    pytest-xdist it reaches the controlling process, which alone writes the
+    gate history (regression/history.py).
+    """
+
+    def record(model: str, check: Check) -> None:
+        print(check.line())
+        request.node.user_properties.append(("gate", {
+            "model": model, "gate": check.name, "metric": float(check.value),
+            "threshold": float(check.threshold), "passed": bool(check.passed),
+        }))
+        assert check.passed, check.line()
+
+    return record

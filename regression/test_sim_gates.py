@@ -7,19 +7,13 @@ from .conftest import dynamics
 
 
 @pytest.mark.parametrize("scheme", ["euler", "verlet"])
-def test_order(tree_model_name, scheme):
-    check = checks.order_gate(dynamics(tree_model_name), scheme)
-    print(check.line())
-    assert check.passed, check.line()
+def test_order(tree_model_name, scheme, gate):
+    gate(tree_model_name, checks.order_gate(dynamics(tree_model_name), scheme))
 
 
-def test_reversibility(model_name):
-    check = checks.reversibility(dynamics(model_name))
-    print(check.line())
-    assert check.passed, check.line()
+def test_reversibility(model_name, gate):
+    gate(model_name, checks.reversibility(dynamics(model_name)))
 
 
-def test_closure_drift(loop_model_name):
-    check = checks.closure_gate(dynamics(loop_model_name))
-    print(check.line())
-    assert check.passed, check.line()
+def test_closure_drift(loop_model_name, gate):
+    gate(loop_model_name, checks.closure_gate(dynamics(loop_model_name)))
