@@ -5,6 +5,7 @@
     mechdyn bench <model> [--json]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir]
+    mechdyn selftest
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mechdyn.cliutil import EXIT_PASS, InputError, atomic_write, run
+from mechdyn.cliutil import EXIT_FAIL, EXIT_PASS, InputError, atomic_write, run
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.parse import load_model
 
@@ -174,6 +175,24 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def cmd_selftest(args: argparse.Namespace) -> int:
+    """Plant known bugs one at a time and show the gates catch each."""
+    from mechdyn.selftest import selftest
+
+    outcomes, control = selftest()
+    bad_control = [r for r in control if not r[3]]
+    for r in control:
+        print(f"clean copy: {r[0]} = {r[1]:.3e} (gate {r[2]:.0e}) {'PASS' if r[3] else 'FAIL'}")
+    for o in outcomes:
+        print(f"{'caught ' if o.caught else 'ESCAPED'} {o.mutation}: {o.detail}")
+    caught = sum(o.caught for o in outcomes)
+    print(f"caught {caught} of {len(outcomes)} planted bugs")
+    if bad_control:
+        print("selftest: the clean copy fails its gates, so 'caught' proves nothing", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_PASS if caught == len(outcomes) else EXIT_FAIL
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mechdyn",
@@ -222,6 +241,13 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("trace", help="the trace CSV")
     pl.add_argument("-o", "--output", metavar="DIR", help="directory for the PNGs (default: beside the trace)")
     pl.set_defaults(func=cmd_plot)
+    st = sub.add_parser("selftest", help="plant known bugs and show the gates catch every one",
+                        description="Copy the package to a scratch directory, plant each known bug in turn (E = R "
+                        "instead of its transpose, the inertia's lower-left sign, a dropped loop-Jacobian entry, a "
+                        "spring-damper sign, a first-order quaternion drift, a dropped gravity term), run the gates "
+                        "that should catch it in a fresh interpreter, and report. A clean copy must pass first. "
+                        "Exit status 0 only if every planted bug is caught.")
+    st.set_defaults(func=cmd_selftest)
     return p
 
 
