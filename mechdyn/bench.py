@@ -42,6 +42,12 @@ class BenchResult:
     def as_dict(self) -> dict:
         return asdict(self) | {"speedup": self.speedup, "gflops": self.gflops, "machine": machine()}
 
+    def lines(self) -> list[str]:
+        return [f"bench: {self.model} (nq {self.nq}, nv {self.nv}) on {machine()}",
+                f"bench: generated  {self.ns_per_call:10.1f} ns/call  {self.flops} flops  {self.gflops:.2f} GFLOP/s",
+                f"bench: dense      {self.dense_ns_per_call:10.1f} ns/call  (numpy 6x6 reference)",
+                f"bench: speedup    {self.speedup:10.1f}x"]
+
 
 def machine() -> str:
     """CPU model and core count, for benchmark tables."""
@@ -89,7 +95,13 @@ class SimBenchResult:
         return self.c_steps_per_s / self.python_steps_per_s
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"realtime_factor": self.realtime_factor, "speedup": self.speedup}
+        return asdict(self) | {"realtime_factor": self.realtime_factor, "speedup": self.speedup, "machine": machine()}
+
+    def lines(self) -> list[str]:
+        return [f"bench: {self.model} Verlet at dt {self.dt:g} s on {machine()}",
+                f"bench: stepped in C      {self.c_steps_per_s:12.4g} steps/s  (real-time factor {self.realtime_factor:.3g})",
+                f"bench: Python step loop  {self.python_steps_per_s:12.4g} steps/s",
+                f"bench: speedup           {self.speedup:12.1f}x"]
 
 
 def bench_sim(dyn: Dynamics, dt: float, seconds: float = 0.3, repeats: int = 5) -> SimBenchResult:

@@ -91,28 +91,12 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Time the generated forward dynamics against the dense reference."""
-    from mechdyn.bench import bench, bench_sim, machine
+    from mechdyn.bench import bench, bench_sim
     from mechdyn.dynamics import Dynamics
 
     dyn = Dynamics(load_model(args.model))
-    if args.sim is not None:
-        sres = bench_sim(dyn, args.sim)
-        if args.json:
-            print(json.dumps(sres.as_dict() | {"machine": machine()}, indent=2))
-        else:
-            print(f"bench: {sres.model} Verlet at dt {sres.dt:g} s on {machine()}")
-            print(f"bench: stepped in C      {sres.c_steps_per_s:12.4g} steps/s  (real-time factor {sres.realtime_factor:.3g})")
-            print(f"bench: Python step loop  {sres.python_steps_per_s:12.4g} steps/s")
-            print(f"bench: speedup           {sres.speedup:12.1f}x")
-        return EXIT_PASS
-    res = bench(dyn, repeats=args.repeats)
-    if args.json:
-        print(json.dumps(res.as_dict(), indent=2))
-    else:
-        print(f"bench: {res.model} (nq {res.nq}, nv {res.nv}) on {machine()}")
-        print(f"bench: generated  {res.ns_per_call:10.1f} ns/call  {res.flops} flops  {res.gflops:.2f} GFLOP/s")
-        print(f"bench: dense      {res.dense_ns_per_call:10.1f} ns/call  (numpy 6x6 reference)")
-        print(f"bench: speedup    {res.speedup:10.1f}x")
+    res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
+    print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
     return EXIT_PASS
 
 
