@@ -2,10 +2,13 @@
 
     mechdyn info <model>
     mechdyn gen <model> [-o file.c]
-    mechdyn bench <model> [--json]
+    mechdyn bench <model> [--peers] [--json]
+    mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir]
     mechdyn selftest
+    mechdyn report [--history DB] [-o report.html]
+    mechdyn golden --update <model>... | --all
 """
 from __future__ import annotations
 
@@ -94,9 +97,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from mechdyn.bench import bench, bench_sim
     from mechdyn.dynamics import Dynamics
 
+    if args.peers and args.sim is not None:
+        raise InputError("--peers and --sim are separate benchmarks; give one")
     dyn = Dynamics(load_model(args.model))
-    res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
+    if args.peers:
+        from mechdyn.bench import bench_peers
+
+        res = bench_peers(dyn, repeats=args.repeats)
+    else:
+        res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
     print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
+    return EXIT_PASS
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the model as URDF and/or MJCF, and say what each format could not express."""
+    from mechdyn.export import export_mjcf, export_urdf
+
+    if not (args.urdf or args.mjcf):
+        raise InputError("nothing to write: give --urdf FILE and/or --mjcf FILE")
+    model = load_model(args.model)
+    for path, export in ((args.urdf, export_urdf), (args.mjcf, export_mjcf)):
+        if path:
+            ex = export(model)
+            atomic_write(Path(path), ex.text)
+            print(ex.message(path))
     return EXIT_PASS
 
 
@@ -177,6 +202,37 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     return EXIT_PASS if caught == len(outcomes) else EXIT_FAIL
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Draw the gate history as one self-contained HTML page."""
+    from mechdyn.report import history_path, load_history, plural, render, short_commit
+
+    hist = load_history(history_path(args.history))
+    atomic_write(Path(args.output), render(hist))
+    run, latest = hist.latest, hist.gates[hist.gates.run_id == hist.latest.run_id]
+    npairs = len(hist.gates[["model", "gate"]].drop_duplicates())
+    print(f"{args.output}: {plural(len(hist.runs), 'run')} from {hist.path}; latest {run.started} at "
+          f"{short_commit(run.commit_id)} on {run.machine}: {plural(len(latest), 'gate')}, "
+          f"{int((~latest.passed).sum())} failed; {plural(npairs, 'trend plot')}")
+    return EXIT_PASS
+
+
+def cmd_golden(args: argparse.Namespace) -> int:
+    """Show models' golden results and speed figures, or (re)write them with --update."""
+    from mechdyn import golden
+
+    if bool(args.all) == bool(args.model):
+        raise InputError("name one or more models, or pass --all (not both)")
+    status = EXIT_PASS
+    for name in golden.models() if args.all else args.model:
+        g = golden.update(name) if args.update else golden.stored(name)
+        if g is None:
+            print(f"golden {name}: none; create it with `{golden.update_command(name)}`")
+            status = EXIT_FAIL
+        else:
+            print(golden.describe(g))
+    return status
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mechdyn",
@@ -201,8 +257,21 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=7, help="timed repeats; the minimum is reported (default 7)")
     b.add_argument("--sim", type=float, metavar="DT", help="instead, time Verlet stepping at step DT: in C "
                    "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
+    b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
+                   "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "
+                   "over the same 256 states, with instructions per call counted by callgrind")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
+    e = sub.add_parser("export", help="write a model as URDF and/or MJCF",
+                       description="Write the model as URDF (its spanning tree: links, revolute, prismatic and "
+                       "floating joints) and/or MJCF (bodies and joints, tendons for tsda, joint springs for rsda, "
+                       "motors for inputs, equality constraints for spherical and distance loops), with masses, CGs, "
+                       "inertias and offsets written exactly, and list what the format could not express "
+                       "(each item with its line).")
+    e.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    e.add_argument("--urdf", metavar="FILE", help="write URDF to FILE")
+    e.add_argument("--mjcf", metavar="FILE", help="write MJCF to FILE")
+    e.set_defaults(func=cmd_export)
     s = sub.add_parser("sim", help="simulate a model in C and summarize the run",
                        description="Step the generated dynamics in C from the design pose at rest (or a seeded "
                        "random state), report steps, wall time, real-time factor and energy drift (the change "
@@ -232,6 +301,27 @@ def parser() -> argparse.ArgumentParser:
                         "that should catch it in a fresh interpreter, and report. A clean copy must pass first. "
                         "Exit status 0 only if every planted bug is caught.")
     st.set_defaults(func=cmd_selftest)
+    r = sub.add_parser("report", help="draw the gate history as a self-contained HTML page",
+                       description="Write one HTML page (no network needed: plots are embedded PNGs) from the "
+                       "gate history that every regression run appends to: the latest run's gates, failures "
+                       "first, and each (model, gate)'s metric over the runs against its threshold. The history "
+                       "is --history, else $MECHDYN_HISTORY, else $XDG_DATA_HOME/mechdyn/history.sqlite "
+                       "(~/.local/share/mechdyn/history.sqlite). Exit status 0 when the page was written, "
+                       "whatever the gates' verdicts.")
+    r.add_argument("--history", metavar="DB", help="the history SQLite file (default: as above)")
+    r.add_argument("-o", "--output", default="report.html", help="output file (default: report.html)")
+    r.set_defaults(func=cmd_report)
+    gd = sub.add_parser("golden", help="show or re-record models' golden results and speed figures",
+                        description="The golden of a model (regression/golden/<model>.npz): 20 stored input "
+                        "states with the generated qdd and observe outputs there, the flop count per call, and "
+                        "the instructions per fwd_dyn call counted by callgrind with the toolchain they were "
+                        "counted with. The regression gates compare against it and never write it. Without "
+                        "--update, print what is stored (exit status 1 if a golden is missing).")
+    gd.add_argument("model", nargs="*", help="model names in models/ or paths to .mech files")
+    gd.add_argument("--all", action="store_true", help="every model in models/")
+    gd.add_argument("--update", action="store_true", help="re-sample the states, run the generated code and "
+                    "count flops and instructions, and write the golden (atomically)")
+    gd.set_defaults(func=cmd_golden)
     return p
 
 

@@ -1,0 +1,498 @@
+"""Golden results and deterministic speed figures per model, written only by `mechdyn golden --update`.
+
+`regression/golden/<model>.npz` holds
+
+- 20 input states (q, qd, tau, fext, act) drawn once from
+  `states(model, 20, seed=1234)`; fext is kept only for the bodies that declare
+  it (the generated code reads no other rows), the rest is zero;
+- the generated code's outputs there: qdd (`fwd_dyn`) and the observe vector;
+- `meta`, a JSON string: the flop count per call (`fwd_dyn_flops`), the
+  instructions per `fwd_dyn` call counted by callgrind, and the toolchain the
+  instructions were counted with (compiler identity, flags, the resolved target,
+  libc and valgrind versions).
+
+The regression gates (regression/test_golden.py, regression/test_speed.py)
+read the file and never write it. The inputs are stored rather than
+re-sampled, so the gates do not depend on the sampler staying identical.
+
+Instruction counts. A small C driver (`DRIVER_C`, compiled once into the
+cache) dlopens the model's compiled extension, calls `fwd_dyn` once per pool
+state to bind lazy symbols and warm up, then `CYCLES` more times over the
+pool, under `valgrind --tool=callgrind --zero-before=mechdyn_measure_start
+--toggle-collect=fwd_dyn`: only instructions executed inside `fwd_dyn` and its
+callees (sincos) on the measured calls are counted. Whole passes over the same
+pool make the figure an exact average, identical on every run.
+
+Valgrind (3.19 and every release since) cannot decode AVX-512 instructions,
+and `-march=native` on an AVX-512 machine lets gcc use them (xmm16-31 as scalar
+registers). The instruction figure is therefore counted on a sibling build with
+`-mno-avx512f` appended to the production flags when they enable AVX-512; it is
+cached beside the production build, and the flags it used are in the toolchain.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from crosscheck.checks import Check
+from mechdyn.cliutil import InputError
+from mechdyn.codegen.build import _compiler_identity, cache_dir, compiler
+from mechdyn.core.model import Model
+from mechdyn.core.parse import MODELS_DIR, load_model
+from mechdyn.core.sample import scaled_error, states
+from mechdyn.dynamics import Dynamics
+
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "regression" / "golden"
+NSTATES, SEED = 20, 1234
+OUTPUT_TOL = 1e-12  # scaled error of qdd and observe against the golden
+FLOPS_SLACK = 0.02  # the flop count may grow by 2 % before the gate fails
+INSTRUCTIONS_SLACK = 0.05  # instructions per call may grow by 5 %
+CYCLES = 3  # measured passes over the pool, after one warm-up pass
+NO_AVX512 = "-mno-avx512f"  # valgrind cannot run AVX-512 code
+
+
+def update_command(model: str) -> str:
+    return f"mechdyn golden --update {model}"
+
+
+def models() -> list[str]:
+    """Every model in models/, as the regression suite discovers them."""
+    return sorted(p.stem for p in MODELS_DIR.glob("*.mech"))
+
+
+def golden_path(model: str) -> Path:
+    return GOLDEN_DIR / f"{model}.npz"
+
+
+# -- the stored record ---------------------------------------------------------
+@dataclass(frozen=True)
+class Golden:
+    model: str
+    q: np.ndarray  # (n, nq)
+    qd: np.ndarray  # (n, nv)
+    tau: np.ndarray  # (n, nv)
+    fext: np.ndarray  # (n, nbody, 6), zero on bodies without fext
+    act: np.ndarray  # (n, nact)
+    qdd: np.ndarray  # (n, nv)
+    obs: np.ndarray  # (n, observe_len)
+    flops: int
+    instructions: float | None  # per fwd_dyn call (None only in a hand-made file)
+    toolchain: dict[str, str] | None  # what `instructions` was counted with
+
+    @property
+    def n(self) -> int:
+        return self.q.shape[0]
+
+
+def _zip_member(zf: zipfile.ZipFile, name: str, a: np.ndarray) -> None:
+    info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))  # fixed: same content, same bytes
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zf.open(info, "w") as f:
+        np.lib.format.write_array(f, np.ascontiguousarray(a) if a.ndim else a, allow_pickle=False)
+
+
+def to_bytes(g: Golden, fext_bodies: list[int]) -> bytes:
+    """The .npz file: arrays plus `meta` (JSON); byte-identical for identical content."""
+    meta = {"model": g.model, "nstates": g.n, "seed": SEED, "flops": g.flops,
+            "instructions_per_call": g.instructions, "toolchain": g.toolchain,
+            "written_by": update_command(g.model)}
+    arrays = {"q": g.q, "qd": g.qd, "tau": g.tau, "fext_bodies": np.array(fext_bodies, dtype=np.int64),
+              "fext": g.fext[:, fext_bodies, :], "act": g.act, "qdd": g.qdd, "obs": g.obs,
+              "meta": np.array(json.dumps(meta, sort_keys=True))}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, a in arrays.items():
+            _zip_member(zf, name, a)
+    return buf.getvalue()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write data to path so that readers see the old file or the whole new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a data file in the repository is world-readable
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load(model: str, nbody: int) -> Golden | None:
+    """The stored golden of `model` (None if there is none), fext expanded to (n, nbody, 6)."""
+    path = golden_path(model)
+    if not path.is_file():
+        return None
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(z["meta"].item())
+        n = z["q"].shape[0]
+        fext = np.zeros((n, max(nbody, int(z["fext_bodies"].max(initial=-1)) + 1), 6))  # a shrunk model: mismatch
+        fext[:, z["fext_bodies"], :] = z["fext"]
+        return Golden(model, z["q"], z["qd"], z["tau"], fext, z["act"], z["qdd"], z["obs"], int(meta["flops"]),
+                      meta["instructions_per_call"], meta["toolchain"])
+
+
+def load_for(dyn: Dynamics) -> Golden | None:
+    return load(dyn.model.name, dyn.nbody)
+
+
+def stored(spec: str) -> Golden | None:
+    """The stored golden of a model given by name or path, or None."""
+    model = load_model(spec)
+    return load(model.name, model.nbody)
+
+
+# -- recording ------------------------------------------------------------------
+def record(model: Model) -> tuple[Golden, list[int]]:
+    """Sample the inputs, run the production build there, and count its flops and instructions."""
+    dyn = Dynamics(model)
+    fext_bodies = [i for i, b in enumerate(model.bodies) if b.fext]
+    sts = list(states(model, NSTATES, seed=SEED))
+    fext = np.zeros((NSTATES, model.nbody, 6))
+    fext[:, fext_bodies, :] = np.array([s.fext for s in sts])[:, fext_bodies, :]
+    q, qd, tau = (np.array([getattr(s, k) for s in sts]) for k in ("q", "qd", "tau"))
+    act = np.array([s.act for s in sts]).reshape(NSTATES, model.nact)
+    qdd = np.array([dyn.forward(q[k], qd[k], tau[k], fext[k], act[k]) for k in range(NSTATES)])
+    obs = np.array([dyn.observe(q[k], qd[k]) for k in range(NSTATES)]).reshape(NSTATES, dyn.observe_len)
+    g = Golden(model.name, q, qd, tau, fext, act, qdd, obs, int(dyn.flops), None, None)
+    m = measure(model, g)
+    return replace(g, instructions=m.instructions, toolchain=m.toolchain), fext_bodies
+
+
+def update(spec: str) -> Golden:
+    """(Re)write the golden of one model; the only writer of regression/golden/."""
+    if valgrind() is None:  # a golden without its instruction count would silently disarm that gate
+        raise InputError("valgrind not found: apt-get install valgrind; the golden records instructions per call")
+    model = load_model(spec)
+    g, fext_bodies = record(model)
+    write_atomic(golden_path(model.name), to_bytes(g, fext_bodies))
+    return g
+
+
+def describe(g: Golden) -> str:
+    """One line: what the golden holds."""
+    path = golden_path(g.model)
+    size = path.stat().st_size if path.is_file() else 0
+    shown = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    ins = (f"{g.instructions:.1f} instructions/call ({toolchain_text(g.toolchain)})" if g.instructions is not None
+           else "no instruction count")
+    return f"golden {g.model}: {g.n} states, {g.flops} flops, {ins}; {shown} ({size} bytes)"
+
+
+# -- the toolchain an instruction count belongs to ------------------------------
+class ValgrindMissing(RuntimeError):
+    pass
+
+
+def valgrind() -> str | None:
+    return shutil.which("valgrind")
+
+
+@cache
+def _valgrind_version(exe: str) -> str:
+    return _run([exe, "--version"]).stdout.strip()
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+
+
+@cache
+def _resolved_options(cc: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """The target options the compiler proper receives for these flags (what -march=native expands to)."""
+    out = _run([*cc, *flags, "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull])
+    for line in out.stderr.splitlines():
+        toks = [t.strip('"') for t in line.split()]
+        if toks and (toks[0].endswith("/cc1") or toks[0] == "cc1" or "-cc1" in toks[:2]):
+            keep, take_next = [], False
+            for t in toks:
+                if take_next:
+                    keep.append(t)
+                    take_next = False
+                elif t.startswith("-m") or t.startswith("--param") and "=" in t:
+                    keep.append(t)
+                elif t in ("--param", "-target-cpu", "-target-feature"):
+                    keep.append(t)
+                    take_next = True
+            return tuple(keep)
+    return ()
+
+
+def measurement_flags() -> list[str]:
+    """The production flags, plus -mno-avx512f when they let the compiler use AVX-512."""
+    cc, flags = compiler()
+    opts = _resolved_options(tuple(cc), tuple(flags))
+    avx512 = "-mavx512f" in opts or "+avx512f" in opts
+    return [*flags, NO_AVX512] if avx512 and NO_AVX512 not in flags else flags
+
+
+def toolchain() -> dict[str, str]:
+    """Everything an instruction count depends on besides the generated code and its inputs."""
+    cc, _ = compiler()
+    flags = measurement_flags()
+    opts = _resolved_options(tuple(cc), tuple(flags))
+    march = next((o.split("=", 1)[1] for o in opts if o.startswith("-march=")), "")  # gcc
+    if not march and "-target-cpu" in opts:
+        march = opts[opts.index("-target-cpu") + 1]  # clang
+    vg = _valgrind_version(valgrind()) if valgrind() else "none"
+    return {
+        "compiler": _compiler_identity(tuple(cc)),
+        "cflags": shlex.join(flags),
+        "target": f"{march or 'unknown'} #{hashlib.sha256(' '.join(opts).encode()).hexdigest()[:12]}",
+        "libc": os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else "unknown",
+        "valgrind": vg,
+    }
+
+
+def toolchain_text(t: dict[str, str] | None) -> str:
+    if not t:
+        return "no toolchain recorded"
+    return f"{t['compiler']}, {t['cflags']}, target {t['target']}, {t['libc']}, {t['valgrind']}"
+
+
+# -- counting instructions ------------------------------------------------------
+DRIVER_C = r"""/* Calls fwd_dyn of a compiled mechdyn module over a pool of states, for callgrind (mechdyn/golden.py).
+ * usage: driver MODULE.so STATES.bin NPOOL CYCLES; STATES.bin holds NPOOL records of
+ * q[nq] qd[nv] tau[nv] fext[6 nbody] act[nact] as native doubles. Prints the calls and a checksum. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The module is a cffi extension for Python. Its Python entry points are bound
+ * lazily and never called here; its one data reference into libpython must
+ * resolve at dlopen, so the driver (linked with -rdynamic) provides it. */
+char _Py_NoneStruct[64];
+
+typedef void (*fwd_fn)(const double *, const double *, const double *, const double *, const double *, double *);
+
+/* callgrind --zero-before=mechdyn_measure_start: the counts start here. */
+__attribute__((noinline)) void mechdyn_measure_start(void) { __asm__ volatile(""); }
+
+static int geti(void *h, const char *name)
+{
+    const int *p = (const int *)dlsym(h, name);
+    if (!p) { fprintf(stderr, "%s: %s\n", name, dlerror()); exit(3); }
+    return *p;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) { fprintf(stderr, "usage: %s MODULE.so STATES.bin NPOOL CYCLES\n", argv[0]); return 2; }
+    void *h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
+    fwd_fn f = (fwd_fn)dlsym(h, "fwd_dyn");
+    if (!f) { fprintf(stderr, "fwd_dyn: %s\n", dlerror()); return 3; }
+    int nq = geti(h, "fwd_dyn_nq"), nv = geti(h, "fwd_dyn_nv");
+    int nbody = geti(h, "fwd_dyn_nbody"), nact = geti(h, "fwd_dyn_nact");
+    long npool = atol(argv[3]), cycles = atol(argv[4]), rec = nq + 2L * nv + 6L * nbody + nact;
+    double *pool = malloc(sizeof(double) * (size_t)(npool * rec + 1)), *out = malloc(sizeof(double) * (size_t)nv);
+    FILE *fp = fopen(argv[2], "rb");
+    if (!fp || !pool || !out || fread(pool, sizeof(double), (size_t)(npool * rec + 1), fp) != (size_t)(npool * rec)) {
+        fprintf(stderr, "%s: expected exactly %ld doubles\n", argv[2], npool * rec);
+        return 4;
+    }
+    fclose(fp);
+    double sum = 0.0;
+    long c = 0;
+    for (long pass = 0; pass <= cycles; ++pass) {
+        if (pass == 1) mechdyn_measure_start();
+        for (long k = 0; k < npool; ++k, ++c) {
+            const double *r = pool + k * rec;
+            f(r, r + nq, r + nq + nv, r + nq + 2 * nv, nact ? r + nq + 2 * nv + 6 * nbody : 0, out);
+            sum += out[c % nv];
+        }
+    }
+    printf("%ld %.17g\n", c, sum);
+    return 0;
+}
+"""
+
+
+def driver() -> Path:
+    """The compiled call driver, cached by its source and the compiler."""
+    cc, _ = compiler()
+    key = hashlib.sha256((DRIVER_C + _compiler_identity(tuple(cc))).encode()).hexdigest()[:16]
+    exe = cache_dir() / f"mechdyn_calldriver_{key}"
+    if not exe.exists():
+        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".calldriver.") as tmp:
+            src = Path(tmp) / "driver.c"
+            src.write_text(DRIVER_C)
+            out = Path(tmp) / "driver"
+            res = _run([*cc, "-O1", "-rdynamic", str(src), "-o", str(out), "-ldl"])
+            if res.returncode != 0:
+                raise RuntimeError(f"compiling the callgrind driver failed:\n{res.stderr.strip()}")
+            os.replace(out, exe)
+    return exe
+
+
+@contextmanager
+def _cflags(flags: list[str]) -> Iterator[None]:
+    old = os.environ.get("MECHDYN_CFLAGS")
+    os.environ["MECHDYN_CFLAGS"] = shlex.join(flags)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MECHDYN_CFLAGS"]
+        else:
+            os.environ["MECHDYN_CFLAGS"] = old
+
+
+def measurement_build(model: Model) -> Dynamics:
+    """The build whose instructions are counted: the production one unless AVX-512 must be turned off."""
+    flags = measurement_flags()
+    if flags == compiler()[1]:
+        return Dynamics(model)
+    with _cflags(flags):
+        return Dynamics(model)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    instructions: float  # per fwd_dyn call, averaged over whole passes of the pool
+    calls: int  # measured calls
+    toolchain: dict[str, str]
+
+
+def measure(model: Model, g: Golden, cycles: int = CYCLES) -> Measurement:
+    """Instructions per fwd_dyn call on the golden's input states, counted by callgrind."""
+    vg = valgrind()
+    if vg is None:
+        raise ValgrindMissing("valgrind not found: apt-get install valgrind")
+    dyn = measurement_build(model)
+    n = g.n
+    pool = np.concatenate([g.q, g.qd, g.tau, g.fext.reshape(n, -1), g.act], axis=1)
+    expected = dyn.forward_batch(g.q, g.qd, g.tau, g.fext, g.act if model.nact else None)
+    calls = np.arange(n * (cycles + 1))
+    checksum = float(np.sum(expected[calls % n, calls % dyn.nv]))
+    env = {k: v for k, v in os.environ.items() if k != "VALGRIND_OPTS"}
+    with tempfile.TemporaryDirectory(prefix="mechdyn-callgrind.") as tmp:
+        data, out = Path(tmp) / "states.bin", Path(tmp) / "callgrind.out"
+        data.write_bytes(np.ascontiguousarray(pool, dtype="=f8").tobytes())
+        cmd = [vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--zero-before=mechdyn_measure_start",
+               "--toggle-collect=fwd_dyn", str(driver()), str(dyn.library), str(data), str(n), str(cycles)]
+        res = _run(cmd, cwd=tmp, env=env, timeout=600)
+        if res.returncode != 0:
+            raise RuntimeError(f"callgrind failed on {model.name} (exit {res.returncode}):\n$ {shlex.join(cmd)}\n"
+                               f"{res.stderr.strip()[-3000:]}")
+        ncalls, got = res.stdout.split()
+        totals = [ln for ln in out.read_text().splitlines() if ln.startswith("totals:")]
+    if int(ncalls) != n * (cycles + 1) or abs(float(got) - checksum) > 1e-9 * max(1.0, abs(checksum)):
+        raise RuntimeError(f"the callgrind driver computed checksum {got} over {ncalls} calls; "
+                           f"Python computed {checksum!r} over {n * (cycles + 1)}: it is not calling fwd_dyn right")
+    if not totals or int(totals[0].split()[1]) == 0:
+        raise RuntimeError(f"callgrind counted no instructions in fwd_dyn for {model.name}")
+    return Measurement(int(totals[0].split()[1]) / (n * cycles), n * cycles, toolchain())
+
+
+# -- the gates -------------------------------------------------------------------
+def missing(model: str, name: str, threshold: float) -> Check:
+    """A failing check for a model without golden results (NaN: nothing was measured)."""
+    return Check(name, math.nan, threshold, f"no golden results for {model} at {golden_path(model)}",
+                 f"create them with `{update_command(model)}`")
+
+
+def _output_check(model: str, name: str, what: str, got: np.ndarray, want: np.ndarray) -> Check:
+    if got.shape != want.shape:
+        return Check(name, math.nan, OUTPUT_TOL, f"{what}: the stored states or outputs do not fit the model "
+                     f"(got {got.shape}, golden {want.shape})",
+                     f"the model's sizes changed; if intended, re-record with `{update_command(model)}`")
+    if got.size == 0:
+        return Check(name, 0.0, OUTPUT_TOL, f"{what}: the model has none")
+    errs = [scaled_error(a, b) for a, b in zip(got, want)]
+    k = int(np.argmax(errs))
+    return Check(name, errs[k], OUTPUT_TOL, f"{what} vs golden at {len(errs)} stored states, worst state {k}",
+                 f"the generated physics changed; if intended, re-record with `{update_command(model)}`"
+                 if errs[k] > OUTPUT_TOL else "")
+
+
+def _fits(dyn: Dynamics, g: Golden) -> bool:
+    """Whether the stored inputs have the model's sizes (else the model changed: re-record)."""
+    return (g.q.shape[1:], g.qd.shape[1:], g.fext.shape[1:], g.act.shape[1:]) == (
+        (dyn.nq,), (dyn.nv,), (dyn.nbody, 6), (dyn.nact,))
+
+
+def qdd_check(dyn: Dynamics, g: Golden) -> Check:
+    act = g.act if dyn.nact else None
+    got = np.array([dyn.forward(g.q[k], g.qd[k], g.tau[k], g.fext[k], None if act is None else act[k])
+                    for k in range(g.n)]) if _fits(dyn, g) else np.zeros((0,))
+    return _output_check(g.model, "golden_qdd", "generated qdd", got, g.qdd)
+
+
+def observe_check(dyn: Dynamics, g: Golden) -> Check:
+    got = (np.array([dyn.observe(g.q[k], g.qd[k]) for k in range(g.n)]).reshape(g.n, dyn.observe_len)
+           if _fits(dyn, g) else np.zeros((0,)))
+    return _output_check(g.model, "golden_observe", "generated observe", got, g.obs)
+
+
+def flops_check(model: str, flops: int, g: Golden) -> Check:
+    """The generated flop count may exceed the golden by FLOPS_SLACK; fewer passes with a note."""
+    excess = flops / g.flops - 1.0
+    detail = f"{flops} flops per call vs golden {g.flops} ({100 * excess:+.2f} %), relative excess"
+    if excess > FLOPS_SLACK:
+        note = (f"the generated code does more arithmetic; find the change, or if it is intended "
+                f"re-baseline with `{update_command(model)}`")
+    elif flops < g.flops:
+        note = f"fewer flops than the golden: lock in the gain with `{update_command(model)}`"
+    else:
+        note = ""
+    return Check("flops", excess, FLOPS_SLACK, detail, note)
+
+
+def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
+    """Instructions per call may exceed the golden by INSTRUCTIONS_SLACK, when counted with the same toolchain.
+
+    A golden counted with another toolchain is not comparable: the check passes
+    with value 0 and says so in its detail and note (the caller should also warn).
+    """
+    if g.instructions is None or g.toolchain != m.toolchain:
+        if g.toolchain is None:
+            why = "the golden has no instruction count"
+        else:
+            changed = [f"{k} changed from '{g.toolchain.get(k)}' to '{m.toolchain.get(k)}'"
+                       for k in sorted(set(g.toolchain) | set(m.toolchain)) if g.toolchain.get(k) != m.toolchain.get(k)]
+            why = "; ".join(changed) + ": instruction golden not comparable"
+        return Check("instructions", 0.0, INSTRUCTIONS_SLACK,
+                     f"{m.instructions:.1f} instructions/call, not compared (re-baseline needed)",
+                     f"{why}; re-baseline with `{update_command(model)}`")
+    excess = m.instructions / g.instructions - 1.0
+    detail = (f"{m.instructions:.1f} instructions per fwd_dyn call vs golden {g.instructions:.1f} "
+              f"({100 * excess:+.2f} %, callgrind, {m.calls} calls), relative excess")
+    if excess > INSTRUCTIONS_SLACK:
+        note = (f"the compiled code executes more instructions; find the change, or if it is intended "
+                f"re-baseline with `{update_command(model)}`")
+    elif excess < -INSTRUCTIONS_SLACK:
+        note = f"fewer instructions than the golden: lock in the gain with `{update_command(model)}`"
+    else:
+        note = ""
+    return Check("instructions", excess, INSTRUCTIONS_SLACK, detail, note)
+
+
+def instructions_gate(model: Model, g: Golden) -> Check:
+    """Count the model's instructions per call on the golden's states and check them (ValgrindMissing if absent)."""
+    if not _fits(Dynamics(model), g):
+        return Check("instructions", math.nan, INSTRUCTIONS_SLACK, "the stored states do not fit the model",
+                     f"the model's sizes changed; if intended, re-record with `{update_command(model.name)}`")
+    return instructions_check(model.name, measure(model, g), g)
+
+
+def rebaselined(c: Check) -> bool:
+    """Whether an instruction check was not compared because the toolchain differs."""
+    return c.name == "instructions" and "not compared" in c.detail
