@@ -1,0 +1,152 @@
+"""The generated dynamics and Chrono, stepped side by side from one initial state.
+
+The project side is `mechdyn.sim.run.simulate` with the documented rule in its
+first-order form, semi-implicit Euler (kick with f(q, qd), then drift by the
+integration rule of docs/conventions.md), in C. Chrono steps the same system
+with its Euler implicit linearized stepper, which is semi-implicit Euler in
+maximal coordinates: a velocity update with the forces at the start of the
+step and the constraints imposed on the new velocities, then a position update.
+Both are first order, so where the bodies end up differs by O(dt); the run is
+repeated at dt/2, and a gap that halves (ratio 2) is truncation, while a real
+discrepancy does not shrink with the step.
+
+Inputs are held at zero on both sides (tau, fext and act), so both integrate
+the same autonomous system. Chrono re-evaluates its TSDAs every step on its
+own; an RSDA is a torque written into an accumulator, so it is recomputed
+before every step from the joint state read back out of Chrono (the angle
+unwrapped against the previous step). A torque written once and left would
+integrate a different system.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from crosscheck.dense.elements import rsda_torque
+from mechdyn.core.kinematics import forward_kinematics
+from mechdyn.core.model import Model
+from mechdyn.core.sample import states
+from mechdyn.dynamics import Dynamics
+from mechdyn.sim.run import simulate
+
+from .build import ChronoModel, build, read, set_loads
+from .kkt import set_state
+from .mapping import body_gap
+
+RECORDS = 50  # samples over the run at which the two sides are compared
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """Both sides' body poses at the record times, and their gap."""
+
+    dt: float
+    t: np.ndarray  # (n,)
+    p_gen: np.ndarray  # (n, nbody, 3) body origins, generated dynamics
+    p_chrono: np.ndarray  # (n, nbody, 3) body origins, Chrono
+    gap: np.ndarray  # (n, nbody) worse of position (m) and attitude (rad) per body
+    seconds_chrono: float
+    seconds_gen: float
+
+    @property
+    def worst(self) -> tuple[float, int, int]:
+        """The largest gap, and the record and body where it occurred."""
+        k, b = np.unravel_index(int(np.argmax(self.gap)), self.gap.shape)
+        return float(self.gap[k, b]), int(k), int(b)
+
+
+def initial_state(model: Model, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The shared initial state: the sampler's first state, closed and velocity-consistent for a loop model."""
+    s = next(states(model, 1, seed, tear=0.0))
+    return s.q, s.qd
+
+
+def _steps(T: float, dt: float, records: int) -> tuple[int, int]:
+    """(nsteps, stride): nsteps = T/dt rounded, stride its largest divisor giving at least `records` records,
+    so the last record falls at T."""
+    nsteps = max(1, int(round(T / dt)))
+    return nsteps, max(d for d in range(1, max(1, nsteps // records) + 1) if nsteps % d == 0)
+
+
+def run_chrono(cm: ChronoModel, q0: np.ndarray, qd0: np.ndarray, nsteps: int, stride: int, dt: float,
+               progress: bool = False, refresh_rsda: bool = True) -> list:
+    """Step Chrono nsteps of dt from (q0, qd0), inputs zero, returning the body states every stride steps (start included).
+
+    refresh_rsda=False leaves the RSDA torques as written at the start: the frozen-torque mistake, kept so a test
+    can show that the trajectory check catches it.
+    """
+    model, system = cm.model, cm.system
+    set_state(cm, q0, qd0)  # RSDA torques at the start from the project's own q0, qd0
+    system.SetChTime(0.0)
+    out = [read(cm)]
+    q_hint = np.array(q0, dtype=float)
+    joints = sorted({e.body for e in model.rsdas})
+    touched = sorted({i for j in joints for i in (j, model.bodies[j].parent) if i >= 0})
+    slots = [model.qidx[j] for j in joints]
+    with tqdm(total=nsteps, desc=f"chrono {model.name} dt={dt:g}", unit="step", unit_scale=True, leave=False,
+              disable=None if progress else True) as bar:
+        for n in range(1, nsteps + 1):
+            if joints and n > 1 and refresh_rsda:
+                bs = read(cm, touched)
+                q, qd = cm.mapping.from_chrono(bs, q_hint, joints)
+                q_hint[slots] = q[slots]  # unwrap the next step against this one
+                set_loads(cm, bs, rsda_torque(model, q, qd, None), None, None, touched)
+                system.ForceUpdate()  # DoStepDynamics re-reads the accumulators only after an update
+            system.DoStepDynamics(dt)
+            if n % stride == 0:
+                out.append(read(cm))
+            if n % 256 == 0:
+                bar.update(256)
+        bar.update(nsteps % 256)
+    return out
+
+
+def run(model: Model, dyn: Dynamics, q0: np.ndarray, qd0: np.ndarray, nsteps: int, stride: int, dt: float,
+        progress: bool = False, refresh_rsda: bool = True) -> SimRun:
+    """One side-by-side run of nsteps at step dt, compared every stride steps (refresh_rsda: see `run_chrono`)."""
+    t0 = time.perf_counter()
+    traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="euler", stride=stride)
+    t1 = time.perf_counter()
+    cm = build(model)
+    chrono_states = run_chrono(cm, q0, qd0, nsteps, stride, dt, progress, refresh_rsda)
+    t2 = time.perf_counter()
+    n = min(len(traj.t), len(chrono_states))
+    p_gen, p_ch, gap = [], [], []
+    for k in range(n):
+        kin = forward_kinematics(model, traj.q[k])
+        bs = chrono_states[k]
+        po = bs.origin(model)
+        p_gen.append(kin.p)
+        p_ch.append(po)
+        gap.append(body_gap(model, kin.R, kin.p, bs.R, po))
+    return SimRun(dt, traj.t[:n], np.array(p_gen), np.array(p_ch), np.array(gap), t2 - t1, t1 - t0)
+
+
+def compare(model: Model, dyn: Dynamics, T: float, dt: float, seed: int = 0, records: int = RECORDS,
+            progress: bool = False, refresh_rsda: bool = True) -> tuple[SimRun, SimRun]:
+    """The side-by-side run at dt and again at dt/2, from the same initial state, compared at the same times."""
+    q0, qd0 = initial_state(model, seed)
+    nsteps, stride = _steps(T, dt, records)
+    return (run(model, dyn, q0, qd0, nsteps, stride, dt, progress, refresh_rsda),
+            run(model, dyn, q0, qd0, 2 * nsteps, 2 * stride, dt / 2, progress, refresh_rsda))
+
+
+def default_body(model: Model, r: SimRun) -> int:
+    """The body whose origin travels farthest on the generated side: the most telling one to tabulate."""
+    return int(np.argmax(np.linalg.norm(np.diff(r.p_gen, axis=0), axis=2).sum(axis=0)))
+
+
+def table(model: Model, r: SimRun, body: int, rows: int = 8) -> list[str]:
+    """Lines of t, both sides' origin of `body`, and the largest gap over all bodies at that time."""
+    name = model.bodies[body].name
+    picks = sorted({int(round(x)) for x in np.linspace(0, len(r.t) - 1, rows + 1)[1:]})
+    lines = [f"  {'t':>7}  {'generated ' + name:^31}  {'chrono ' + name:^31}  {'max gap':>9}  at body"]
+    for k in picks:
+        g, c = r.p_gen[k, body], r.p_chrono[k, body]
+        b = int(np.argmax(r.gap[k]))
+        lines.append(f"  {r.t[k]:7.4f}  ({g[0]:9.5f} {g[1]:9.5f} {g[2]:9.5f})  ({c[0]:9.5f} {c[1]:9.5f} {c[2]:9.5f})"
+                     f"  {r.gap[k, b]:9.2e}  {model.bodies[b].name}")
+    return lines

@@ -1,0 +1,49 @@
+"""Project Chrono gates on every model: qd = dq/dt, accelerations against the dense reference and the generated
+code, and trajectories at dt and dt/2 — the same checks and settings as `crosscheck chrono <model>`.
+
+Skipped, saying why, where pychrono is not installed (conda env create -f environment.yml).
+Each test records all of its gates before it fails, so the history has every metric of a failing run too.
+"""
+import pytest
+
+from crosscheck.chrono import MISSING, have_pychrono
+
+from .conftest import dynamics
+
+pytestmark = pytest.mark.skipif(not have_pychrono(), reason=MISSING)
+
+TRIALS = 200
+SIM_T, SIM_DT = 0.25, 2e-5  # the CLI's defaults, so the history and the README table read the same figures
+
+
+def _gate_all(gate, model: str, checks) -> None:
+    """Record every check's gate, then fail with all the failures."""
+    failed = []
+    for c in checks:
+        try:
+            gate(model, c)
+        except AssertionError as e:
+            failed.append(str(e))
+    assert not failed, "\n".join(failed)
+
+
+def test_chrono_states(model_name, gate):
+    """qd_consistency, accel_vs_dense and accel_vs_generated on one draw of states (a loop model's manifold walk
+    costs more than the checks)."""
+    from crosscheck.chrono.build import build
+    from crosscheck.chrono.checks import accelerations, draw, qd_consistency
+
+    dyn = dynamics(model_name)
+    drawn = draw(dyn.model, TRIALS, 0)
+    cm = build(dyn.model)
+    _gate_all(gate, model_name, [qd_consistency(dyn.model, TRIALS, 0, cm.mapping, drawn),
+                                 *accelerations(cm, dyn, TRIALS, 0, drawn)])
+
+
+def test_chrono_sim(model_name, gate):
+    """sim_gap_dt, sim_gap_dt2 and sim_ratio."""
+    from crosscheck.chrono.checks import sim_checks
+    from crosscheck.chrono.sim import compare
+
+    dyn = dynamics(model_name)
+    _gate_all(gate, model_name, sim_checks(dyn.model, *compare(dyn.model, dyn, SIM_T, SIM_DT), SIM_T))
