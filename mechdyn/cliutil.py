@@ -42,6 +42,9 @@ def atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide a report from everyone else
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

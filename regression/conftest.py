@@ -7,6 +7,12 @@ from crosscheck.checks import Check
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Dynamics
 
+# The gate history (regression/history.py): its hooks are imported here rather than
+# named in `pytest_plugins`, which pytest refuses in a conftest below the rootdir
+# (`pytest .` would fail). Don't define pytest_addoption / pytest_configure below
+# without calling these.
+from .history import pytest_addoption, pytest_configure  # noqa: F401
+
 MODELS = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "models").glob("*.mech"))
 _built: dict[str, Dynamics] = {}
 
