@@ -1,0 +1,45 @@
+"""What both exporters share: the result with its list of omissions, and exact number formatting."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechdyn.core.model import Model
+
+
+@dataclass(frozen=True)
+class Exported:
+    format: str  # "urdf" or "mjcf"
+    text: str
+    omitted: tuple[str, ...]  # one human line per item the format could not express
+    notes: tuple[str, ...] = ()  # items exported with a meaning that differs from mechdyn's, one line each
+
+    def message(self, path: str) -> str:
+        """One summary line, then one indented line per omitted item and per note."""
+        head = f"{path}: {self.format.upper()}"
+        lines = [f"{head}, everything in the model exported" if not self.omitted
+                 else f"{head}, {len(self.omitted)} item(s) left out:"]
+        return "\n".join(lines + [f"  {o}" for o in self.omitted] + [f"  note: {n}" for n in self.notes])
+
+
+def num(x: float) -> str:
+    """A float as text that reads back to exactly the same double."""
+    return repr(float(x))
+
+
+def vec(v) -> str:
+    return " ".join(num(x) for x in np.asarray(v, dtype=float).ravel())
+
+
+def xml_escape(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def unsupported(model: Model) -> list[str]:
+    """Tracks and ground contact: no exporter expresses them yet."""
+    items = [f"track '{t.name}' ({model.path}:{t.line}): track bands are not expanded into bodies yet"
+             for t in model.tracks]
+    if model.ground is not None:
+        items.append(f"ground ({model.path}:{model.ground.line}): contact is not exported")
+    return items

@@ -1,0 +1,79 @@
+"""The external engines from the command line, and planted convention bugs they must catch."""
+import json
+
+import numpy as np
+import pytest
+
+from crosscheck.cli import parser as crosscheck_main
+from mechdyn.cliutil import run
+from mechdyn.export import mjcf, urdf
+
+
+@pytest.mark.parametrize("name", ["satellite", "springpend", "fourbar", "quartercar"])
+def test_crosscheck_pinocchio_passes(name, capsys):
+    """Floating base with fext, force elements with inputs, a planar loop, and a vehicle corner."""
+    assert run(crosscheck_main, ["pinocchio", name, "--trials", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] is True
+    gate = 1e-8 if name in ("fourbar", "quartercar") else 1e-9
+    assert out["accel_vs_generated"] <= gate and out["accel_vs_dense"] <= gate
+    assert [c["name"] for c in out["checks"]] == ["accel_vs_generated", "accel_vs_dense"]
+
+
+@pytest.mark.parametrize("name", ["satellite", "springpend"])
+def test_crosscheck_mujoco_passes(name, capsys):
+    assert run(crosscheck_main, ["mujoco", name, "--trials", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] is True and out["accel_vs_generated"] <= 1e-9
+
+
+def test_crosscheck_mujoco_refuses_loop_models(capsys):
+    assert run(crosscheck_main, ["mujoco", "fourbar"]) == 2
+    err = capsys.readouterr().err
+    assert "fourbar has loop closures" in err and "crosscheck pinocchio" in err and err.count("\n") == 1
+
+
+def test_planted_quaternion_order_swap_fails_the_pinocchio_gate(monkeypatch, capsys):
+    """The exporter's state map writing Pinocchio's quaternion as [w x y z] instead of [x y z w]."""
+    monkeypatch.setattr(urdf, "PIN_QUAT", (0, 1, 2, 3))
+    assert run(crosscheck_main, ["pinocchio", "satellite", "--trials", "20", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["accel_vs_generated"] > 1e-3 and out["accel_vs_dense"] > 1e-3
+    assert "quaternion order" in out["checks"][0]["note"]
+
+
+def test_planted_quaternion_order_swap_fails_the_mujoco_gate(monkeypatch, capsys):
+    monkeypatch.setattr(mjcf, "MJ_QUAT", (1, 2, 3, 0))
+    assert run(crosscheck_main, ["mujoco", "satellite", "--trials", "20", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["accel_vs_generated"] > 1e-3
+
+
+def test_planted_fext_in_base_coordinates_fails_the_pinocchio_gate(monkeypatch, capsys):
+    """Handing Pinocchio the base-coordinate fext row as if it were already in the joint's local frame."""
+    import pinocchio as pin
+
+    from crosscheck import pinocchio as cpin
+
+    def unmapped(pm, fext):
+        return [pin.Force.Zero()] + [pin.Force(np.asarray(fext[i][3:], dtype=float), np.asarray(fext[i][:3], dtype=float))
+                                     if b.fext else pin.Force.Zero() for i, b in enumerate(pm.model.bodies)]
+
+    monkeypatch.setattr(cpin, "local_fext", unmapped)
+    assert run(crosscheck_main, ["pinocchio", "satellite", "--trials", "20", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["accel_vs_generated"] > 1e-3
+
+
+def test_bench_peers_times_all_three_on_the_same_pool():
+    """The side-by-side benchmark compiles its three timing programs and reports every figure."""
+    import shutil
+
+    import mechdyn
+    from mechdyn.bench import TABLE_HEADER, bench_peers
+
+    res = bench_peers(mechdyn.load("threelink"), repeats=1, seconds=0.01)
+    for x in (res.ns_per_call, res.pinocchio_ns_per_call, res.mujoco_ns_per_call):
+        assert 0 < x < 1e6
+    if shutil.which("valgrind"):
+        assert 100 < res.instructions < res.pinocchio_instructions and 100 < res.mujoco_instructions
+    assert res.table_rows()[0].count("|") == TABLE_HEADER.splitlines()[0].count("|")
+    assert res.as_dict()["pinocchio_ratio"] == res.pinocchio_ns_per_call / res.ns_per_call
