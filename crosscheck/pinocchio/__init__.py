@@ -158,16 +158,6 @@ def forward(pm: PinModel, q, qd, tau, fext=None, act=None) -> np.ndarray:
     return urdf.from_pinocchio_v(pm.model, pm.layout, x[:nv])
 
 
-def triad(axis: np.ndarray | None) -> np.ndarray:
-    """Columns (u0, w0, a0) per docs/conventions.md: u0 = normalize(a0 × e), e the base axis least aligned with a0."""
-    a = np.array([0.0, 0.0, 1.0]) if axis is None else np.asarray(axis, dtype=float)
-    e = np.zeros(3)
-    e[int(np.argmin(np.abs(a)))] = 1.0
-    u = np.cross(a, e)
-    u /= np.linalg.norm(u)
-    return np.column_stack([u, np.cross(a, u), a])
-
-
 def constraint_terms(pm: PinModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """K (nc, nv), γ = φ̈ at zero acceleration, and φ, in Pinocchio's coordinates, loops and rows in conventions order.
 
@@ -208,7 +198,7 @@ def _loop_rows(pm: PinModel, lp: Loop, fp: int, fs: int):
         Krow = np.cross(e2, e1) @ (Js[3:] - Jp[3:])
         return Krow, float(e1dd @ e2 + 2 * e1d @ e2d + e1 @ e2dd), float(e1 @ e2)
 
-    T = triad(lp.axis)
+    T = lp.triad  # the documented completion of the axis, a definition rather than an algorithm
     u, w, a = (Rp @ T).T
     us, ws_, as_ = (Rs @ T).T
     xyz = [sep(Rp[:, k]) for k in range(3)]
