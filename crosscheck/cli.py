@@ -122,6 +122,17 @@ def positive_int(text: str) -> int:
     return n
 
 
+def comparison(sub, name: str, example: str, trials: int, trials_help: str, func, **kw) -> argparse.ArgumentParser:
+    """A comparison subcommand with the arguments every one takes: model, --trials, --seed, --json."""
+    c = sub.add_parser(name, **kw)
+    c.add_argument("model", help=f"a model name in models/ (e.g. {example}) or a path to a .mech file")
+    c.add_argument("--trials", type=positive_int, default=trials, help=f"{trials_help} (default {trials})")
+    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    c.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
+    c.set_defaults(func=func)
+    return c
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="crosscheck",
@@ -129,8 +140,8 @@ def parser() -> argparse.ArgumentParser:
         "Exit status: 0 all checks pass, 1 a check failed, 2 bad input.",
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    d = sub.add_parser(
-        "dense",
+    comparison(
+        sub, "dense", "elbow", 1000, "random states to compare", cmd_dense,
         help="compare against the dense 6x6 RBDA reference",
         description="Compare on random states (q, qd, tau, fext, act; near the closure manifold, with a small "
         "tear, for loop models), as scaled errors "
@@ -141,14 +152,9 @@ def parser() -> argparse.ArgumentParser:
         "every declared name through fwd_dyn_find (gate: no mismatch); rank_K (loop models), "
         "rank(K) = nc at every trial.",
     )
-    d.add_argument("model", help="a model name in models/ (e.g. elbow) or a path to a .mech file")
-    d.add_argument("--trials", type=positive_int, default=1000, help="random states to compare (default 1000)")
-    d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    d.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
-    d.set_defaults(func=cmd_dense)
 
-    c = sub.add_parser(
-        "chrono",
+    c = comparison(
+        sub, "chrono", "hmmwv", 200, "states for qd and accelerations", cmd_chrono,
         help="compare against Project Chrono (needs pychrono)",
         description="Rebuild the model in Project Chrono (maximal coordinates, its own joints, solver and "
         "integrator) and compare: qd_consistency, qd = dq/dt (the velocity mapping against finite differences "
@@ -161,19 +167,14 @@ def parser() -> argparse.ArgumentParser:
         "truncation; 4.0 +- 0.4 where the two schemes agree to first order, or both gaps at round-off). "
         "Needs pychrono: conda env create -f environment.yml.",
     )
-    c.add_argument("model", help="a model name in models/ (e.g. hmmwv) or a path to a .mech file")
-    c.add_argument("--trials", type=positive_int, default=200, help="states for qd and accelerations (default 200)")
-    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     c.add_argument("--sim", nargs=2, type=positive_float, metavar=("T", "DT"),
                    help="run only the trajectory comparison, for T seconds at step DT (and DT/2), and print "
                    "the trajectory table")
     c.add_argument("--body", metavar="NAME", help="the body the --sim table follows (default: the one whose "
                    "origin travels farthest)")
-    c.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
-    c.set_defaults(func=cmd_chrono)
 
-    pn = sub.add_parser(
-        "pinocchio",
+    comparison(
+        sub, "pinocchio", "satellite", 1000, "random states to compare", cmd_pinocchio,
         help="compare against Pinocchio on the exported URDF",
         description="Load the model's URDF export in Pinocchio and compare qdd, as scaled errors, with "
         "accel_vs_generated (the generated C) and accel_vs_dense (the dense reference). Tree models: Pinocchio's "
@@ -183,25 +184,15 @@ def parser() -> argparse.ArgumentParser:
         "classical frame accelerations, at states closed in position and velocity (Baumgarte terms vanish); "
         "gate 1e-8.",
     )
-    pn.add_argument("model", help="a model name in models/ (e.g. satellite) or a path to a .mech file")
-    pn.add_argument("--trials", type=positive_int, default=1000, help="random states to compare (default 1000)")
-    pn.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    pn.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
-    pn.set_defaults(func=cmd_pinocchio)
 
-    mj = sub.add_parser(
-        "mujoco",
+    comparison(
+        sub, "mujoco", "elbow", 1000, "random states to compare", cmd_mujoco,
         help="compare against MuJoCo on the exported MJCF (tree models)",
         description="Load the model's MJCF export in MuJoCo (contacts off, no armature, damping or limits; "
         "tendon and joint springs for force elements, motors for inputs) and compare mj_forward's qacc, mapped to "
         "mechdyn's coordinates, with the generated C on random states (q, qd, tau, fext as xfrc_applied, act as "
         "ctrl): accel_vs_generated, gate 1e-9. Loop models exit 2: MuJoCo's equality constraints are soft.",
     )
-    mj.add_argument("model", help="a model name in models/ (e.g. elbow) or a path to a .mech file")
-    mj.add_argument("--trials", type=positive_int, default=1000, help="random states to compare (default 1000)")
-    mj.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    mj.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
-    mj.set_defaults(func=cmd_mujoco)
     return p
 
 

@@ -83,25 +83,23 @@ def assemble(cm: ChronoModel) -> Kkt:
     system.LoadConstraintJacobians()
     n, m = system.GetNumCoordsVelLevel(), system.GetNumConstraints()
     R = _vector(ch, n)
-    M = np.zeros((n, n))
-    w = _vector(ch, n)
-    for j in range(n):
-        w.SetZero()
-        w.SetItem(j, 1.0)
-        R.SetZero()
-        system.LoadResidual_Mv(R, w, 1.0)
-        M[:, j] = _data(R, n)
+
+    def columns(width: int, load) -> np.ndarray:
+        """(n, width): Chrono's linear map `load(R, e)` applied to each unit vector e of length width."""
+        out, e = np.zeros((n, width)), _vector(ch, width)
+        for j in range(width):
+            e.SetZero()
+            e.SetItem(j, 1.0)
+            R.SetZero()
+            load(R, e)
+            out[:, j] = _data(R, n)
+        return out
+
+    M = columns(n, lambda r, e: system.LoadResidual_Mv(r, e, 1.0))
     R.SetZero()
     system.LoadResidual_F(R, 1.0)
     F = _data(R, n)
-    Cq = np.zeros((m, n))
-    L = _vector(ch, m)
-    for k in range(m):
-        L.SetZero()
-        L.SetItem(k, 1.0)
-        R.SetZero()
-        system.LoadResidual_CqL(R, L, 1.0)
-        Cq[k] = _data(R, n)
+    Cq = columns(m, lambda r, e: system.LoadResidual_CqL(r, e, 1.0)).T
     system.ConstraintsBiReset()
     system.ConstraintsBiLoad_Qc(1.0)
     b = _vector(ch, m)

@@ -217,8 +217,10 @@ class Model:
     def q0(self) -> np.ndarray:
         """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree,
         then closed onto the loop constraints when the model has loops."""
-        if self.q_design is not None:
-            return self.q_design.copy()
+        return self.q_design.copy() if self.q_design is not None else self.q_nominal()
+
+    def q_nominal(self) -> np.ndarray:
+        """Every joint coordinate 0, every attitude the identity, floating bodies at their xtree (loops not closed)."""
         q = np.zeros(self.nq)
         for b, i in zip(self.bodies, self.qidx):
             if b.joint == "floating":

@@ -51,16 +51,6 @@ MJ_QUAT = (0, 1, 2, 3)
 Layout = Mapping[str, tuple[int, int]]  # body name -> (qposadr, dofadr)
 
 
-def nominal_q(model: Model) -> np.ndarray:
-    """MuJoCo's qpos0 in mechdyn's coordinates: every joint at 0, floating bodies at xtree (not closed onto loops)."""
-    q = np.zeros(model.nq)
-    for b, i in zip(model.bodies, model.qidx):
-        if b.joint == "floating":
-            q[i] = 1.0
-            q[i + 4 : i + 7] = b.xtree
-    return q
-
-
 def export_mjcf(model: Model) -> Exported:
     """The model as MJCF text, and what MJCF cannot express."""
     omitted = []
@@ -75,7 +65,7 @@ def export_mjcf(model: Model) -> Exported:
     for p in model.pois:
         site(p.body, f"poi:{p.name}", p.pos)
     equality, tendons = [], []
-    kin0 = forward_kinematics(model, nominal_q(model)) if any(lp.joint == "distance" for lp in model.loops) else None
+    kin0 = forward_kinematics(model, model.q_nominal()) if any(lp.joint == "distance" for lp in model.loops) else None
     for lp in model.loops:
         where = f"loop '{lp.name}' ({lp.joint}, {model.path}:{lp.line})"
         if lp.joint == "spherical":
