@@ -22,6 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Union
 
+from . import trig
+
 
 @dataclass(frozen=True, slots=True)
 class Sym:
@@ -38,7 +40,7 @@ class Sym:
 
 Val = Union[float, Sym]
 
-OPS_COUNTED = ("+", "-", "*", "/", "sqrt", "sin", "cos")
+OPS_COUNTED = ("+", "-", "*", "/", "sqrt", "sincos")  # a sincos pair counts once
 
 
 def lit(x: float) -> str:
@@ -70,6 +72,7 @@ class Builder:
         self._stmts: list[tuple[str | None, str, str, tuple[str, ...]]] = []  # (defines, text, op, uses)
         self._table: dict[tuple, Sym] = {}
         self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
+        self._trig: dict[str, int] = {}  # input slot -> its lane in the sincos batch
 
     # -- emission --------------------------------------------------------
     def _emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
@@ -102,6 +105,9 @@ class Builder:
                 live.update(uses)
         lines = [st[1] for st, kp in zip(self._stmts, keep) if kp]
         ops = Counter(st[2] for st, kp in zip(self._stmts, keep) if kp and st[0] is not None)
+        if self._trig:
+            lines = trig.batch(list(self._trig)) + lines
+            ops["sincos"] = len(self._trig)
         return lines, ops
 
     # -- arithmetic ------------------------------------------------------
@@ -182,18 +188,17 @@ class Builder:
             return a ** 0.5
         return self._emit(("sqrt", a.c()), f"sqrt({a.c()})", "sqrt", a)
 
-    def sin(self, a: Val) -> Val:
+    def sincos(self, a: Val) -> tuple[Val, Val]:
+        """(sin a, cos a) of an input slot, computed with all the others in one batch at the top (trig.py)."""
         na, A = _split(a)
-        if isinstance(A, float):
-            raise TypeError("sin of a constant should be folded by the caller")
-        s = self._emit(("sin", A.name), f"sin({A.name})", "sin", A)
-        return -s if na else s
+        if isinstance(A, float) or self._is_temporary(A.name):
+            raise TypeError(f"sincos takes an input slot, not {c_text(a)}: the batch runs before any temporary")
+        k = self._trig.setdefault(A.name, len(self._trig))
+        s, c = Sym(trig.lane(k, "sn")), Sym(trig.lane(k, "cs"))
+        return (-s if na else s), c
 
-    def cos(self, a: Val) -> Val:
-        _, A = _split(a)
-        if isinstance(A, float):
-            raise TypeError("cos of a constant should be folded by the caller")
-        return self._emit(("cos", A.name), f"cos({A.name})", "cos", A)
+    def _is_temporary(self, name: str) -> bool:
+        return name.startswith(self.prefix) and name[len(self.prefix):].isdigit()
 
     # -- small compounds -------------------------------------------------
     def sum(self, *xs: Val) -> Val:

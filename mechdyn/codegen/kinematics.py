@@ -15,7 +15,7 @@ from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, crm, cross, mtv, vadd, xf_com
 
 def joint_rotation_T(b: Builder, axis: int, q: Sym) -> list[list[Val]]:
     """E = R(axis, q)ᵀ: the coordinate transform of a body physically turned by q (E = Rᵀ, S = +a)."""
-    c, s = b.cos(q), b.sin(q)
+    s, c = b.sincos(q)
     E: list[list[Val]] = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
     i, j = (axis + 1) % 3, (axis + 2) % 3
     # R has R[i][i] = R[j][j] = c, R[j][i] = s, R[i][j] = -s; E is its transpose
