@@ -1,4 +1,5 @@
 """Loop closures: K against finite differences of φ, constraint accelerations, Baumgarte, rank, assembly, planted bugs."""
+import os
 from pathlib import Path
 
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 import mechdyn
 from crosscheck.dense import compare
 from crosscheck.dense.loops import forward
+from mechdyn.codegen import kkt
 from mechdyn.codegen import loops as gloops
 from mechdyn.core.integrate import integrate
 from mechdyn.core.loops import closure, project_qd
@@ -142,3 +144,48 @@ def test_planted_baumgarte_sign(fresh_cache, monkeypatch):
     err = _gen_error()
     print(f"planted Baumgarte sign: gen_vs_dense = {err:.3e}")
     assert err > 1e-6
+
+
+# -- the KKT elimination order (mechdyn/codegen/kkt.py) ----------------------------
+def test_vehicle_order_eliminates_each_corner_then_the_rack_then_the_chassis():
+    model = load_model("hmmwv")
+    order = kkt.elimination_order(model)
+    assert sorted(order) == sorted([("v", s) for s in range(model.nv)] + [("c", r) for r in range(model.nc)])
+    slot = lambda name: model.vidx[next(i for i, bd in enumerate(model.bodies) if bd.name == name)]  # noqa: E731
+    pos = {p: k for k, p in enumerate(order)}
+    assert order[-6:] == [("v", s) for s in range(5, -1, -1)]  # the chassis, leaves first
+    rack = pos["v", slot("rack")]
+    for corner, first_row in (("FL", 0), ("FR", 8)):  # the front corners, tied only by the rack
+        wheel = pos["v", slot(f"wheel_{corner}")]
+        rows = [pos["c", r] for r in range(first_row, first_row + 8)]
+        assert wheel < min(rows) and max(rows) < rack
+    assert all(pos["c", r] < pos["v", 5] for r in range(model.nc))  # no row waits for the chassis
+
+
+def test_loops_that_need_the_hub_wait_for_it():
+    """fourbar's rows cannot be met by the rocker alone: they go last, which is RBDA method 2."""
+    order = kkt.elimination_order(load_model("fourbar"))
+    assert order == [("v", 2), ("v", 1), ("v", 0), ("c", 0), ("c", 1)]
+
+
+def test_two_elimination_orders_give_the_same_accelerations(fresh_cache, monkeypatch):
+    """The structured order against method 2 (every row last): the same KKT solution."""
+    model = load_model("halfcar")
+    states = list(manifold_states(model, np.random.default_rng(3), 20))
+    structured = mechdyn.load(model)
+    got = [structured.forward(s.q, s.qd, s.tau, s.fext, s.act) for s in states]
+    method2 = [("v", s) for s in range(model.nv - 1, -1, -1)] + [("c", r) for r in range(model.nc)]
+    monkeypatch.setattr(kkt, "elimination_order", lambda m: method2)
+    monkeypatch.setenv("MECHDYN_CACHE", str(Path(os.environ["MECHDYN_CACHE"]) / "method2"))
+    plain = mechdyn.load(model)
+    want = [plain.forward(s.q, s.qd, s.tau, s.fext, s.act) for s in states]
+    assert max(scaled_error(g, w) for g, w in zip(got, want)) < 1e-12
+
+
+def test_planted_row_before_its_coordinates_is_refused(fresh_cache, monkeypatch):
+    """A row pivot with none of its coordinates eliminated is a structural zero: generation stops."""
+    model = load_model("quartercar")
+    bad = [("c", 0)] + [p for p in kkt.elimination_order(model) if p != ("c", 0)]
+    monkeypatch.setattr(kkt, "elimination_order", lambda m: bad)
+    with pytest.raises(ValueError, match="structural zero pivot at constraint row 0"):
+        mechdyn.load(model)

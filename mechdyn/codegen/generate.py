@@ -23,7 +23,8 @@ from .crba import mass_matrix
 from .elements import element_forces, tsda_state
 from .expr import OPS_COUNTED, Builder, Sym, Val
 from .kinematics import TreeKinematics
-from .loops import dense_ldlt_solve, loop_rows
+from . import kkt
+from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, ltdl_factor, ltdl_solve
 from .rnea import bias_force
 from .stepper import CDEF as STEPPER_CDEF
@@ -47,7 +48,7 @@ class Generated:
 
 
 def dynamics_body(model: Model) -> tuple[list[str], Counter]:
-    """The statements of fwd_dyn: kinematics, H, C, elements, then H qdd = tau − C + Q (+ Kᵀλ with loops)."""
+    """The statements of fwd_dyn: kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system with loops."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder()
@@ -58,25 +59,15 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter]:
     C = bias_force(b, kin)
     Q = element_forces(b, kin)
     rhs: list[Val] = [b.add(b.sub(Sym(f"tau[{i}]"), C[i]), Q.get(i, 0.0)) for i in range(model.nv)]
-    L, Dinv = ltdl_factor(b, H, lam)
-    qdd = ltdl_solve(b, L, Dinv, lam, rhs)
     if model.loops:
-        qdd = close_loops(b, kin, L, Dinv, lam, qdd)
+        rows = [r for lp in model.loops for r in loop_rows(b, kin, lp)]
+        qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
+    else:
+        L, Dinv = ltdl_factor(b, H, lam)
+        qdd = ltdl_solve(b, L, Dinv, lam, rhs)
     for i, x in enumerate(qdd):
         b.store(f"qdd[{i}]", x)
     return b.finish()
-
-
-def close_loops(b: Builder, kin: TreeKinematics, L, Dinv, lam: list[int], qdd0: list[Val]) -> list[Val]:
-    """Method 2: Y = H⁻¹Kᵀ from the same factorization, (K Y) λ = k − K qdd0, qdd = qdd0 + Y λ."""
-    rows = [r for lp in kin.model.loops for r in loop_rows(b, kin, lp)]
-    nv = kin.model.nv
-    Y = [ltdl_solve(b, L, Dinv, lam, [K.get(i, 0.0) for i in range(nv)]) for K, _ in rows]
-    A = {(i, j): b.sum(*(b.mul(x, Y[j][slot]) for slot, x in rows[i][0].items()))
-         for i in range(len(rows)) for j in range(i + 1)}
-    rhs = [b.sub(k, b.sum(*(b.mul(x, qdd0[slot]) for slot, x in K.items()))) for K, k in rows]
-    lam_c = dense_ldlt_solve(b, A, rhs)
-    return [b.add(qdd0[i], b.sum(*(b.mul(Y[j][i], lam_c[j]) for j in range(len(rows))))) for i in range(nv)]
 
 
 def observe_body(model: Model) -> list[str]:

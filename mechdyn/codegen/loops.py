@@ -1,4 +1,4 @@
-"""Pass 6: loop closures by RBDA §8.5 method 2, symbolically.
+"""Pass 6a: the loop-closure rows K and k, symbolically (kkt.py solves with them).
 
 Each constraint row (docs/conventions.md, "Loop closures") is differentiated
 directly: with every point's and direction's world position, rate, and
@@ -7,9 +7,7 @@ acceleration at qdd = 0, φ̈|_{qdd=0} follows from the product rule, and
     k = −φ̈|_{qdd=0} − 2α φ̇ − β² φ,   α = β = 1/stab.
 
 K's rows come from the same path walk as a TSDA's: only joints on exactly one
-of the loop's two root paths get entries. The solve then uses one LᵀDL
-factorization of H for all 1 + nc right-hand sides and a dense LDLᵀ of
-A = K H⁻¹ Kᵀ for λ.
+of the loop's two root paths get entries.
 """
 from __future__ import annotations
 
@@ -80,30 +78,3 @@ def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop) -> list[tuple[dict[int,
             emit(cross(b, S, d) + d, b.mul(0.5, b.sub(b.dot(d, d), float(lp.length) ** 2)), b.dot(d, dd),
                  distance_accel(b, d, dd, dA))
     return rows
-
-
-def dense_ldlt_solve(b: Builder, A: dict[tuple[int, int], Val], rhs: list[Val]) -> list[Val]:
-    """x with A x = rhs for a symmetric positive definite A given by its lower triangle (no pivoting)."""
-    n = len(rhs)
-    L = dict(A)
-    Dinv: list[Val] = [0.0] * n
-    for j in range(n):  # A = L D Lᵀ, L unit lower triangular
-        for k in range(j):
-            L[j, j] = b.sub(L[j, j], b.mul(b.mul(L[j, k], L[j, k]), L[k, k]))
-        if L[j, j] == 0.0:
-            raise ValueError(f"constraint row {j} is structurally redundant: A = K H⁻¹ Kᵀ is singular "
-                             "(close planar loops with point-on-line, not revolute)")
-        Dinv[j] = b.div(1.0, L[j, j])
-        for i in range(j + 1, n):
-            for k in range(j):
-                L[i, j] = b.sub(L[i, j], b.mul(b.mul(L[i, k], L[j, k]), L[k, k]))
-            L[i, j] = b.mul(L[i, j], Dinv[j])
-    x = list(rhs)
-    for i in range(n):
-        for k in range(i):
-            x[i] = b.sub(x[i], b.mul(L[i, k], x[k]))
-    x = [b.mul(x[i], Dinv[i]) for i in range(n)]
-    for i in range(n - 1, -1, -1):
-        for k in range(i + 1, n):
-            x[i] = b.sub(x[i], b.mul(L[k, i], x[k]))
-    return x

@@ -1,0 +1,140 @@
+"""Pass 6: the closed-loop solve as one sparse LDLᵀ of the KKT system (RBDA §8.5).
+
+    [H  Kᵀ] [qdd]   [tau − C + Q]
+    [K  0 ] [ μ ] = [     k     ]      (μ = −λ)
+
+solved by symbolic elimination without pivoting in an order chosen from the
+mechanism's structure, so the structural zeros fold away and fill appears
+only where it must:
+
+- a hub is every body that is a proper ancestor of a body on some loop's path
+  (a vehicle's chassis: its six coordinates couple all the corners);
+- loops that share a non-hub body form a group (one corner; the two front
+  corners tied by the steering rack), and a group's coordinates are
+  eliminated leaves first, then its constraint rows, then the next group;
+- the hub's coordinates go last, so the corners meet only in the hub's 6 × 6
+  Schur complement instead of in a dense nc × nc matrix A = K H⁻¹ Kᵀ.
+
+Eliminating a group's rows after its own coordinates needs the rows
+independent with the hub held still; a group where that fails at the design
+pose keeps its rows to the very end, where the order is RBDA method 2 (all
+coordinates, then A's LDLᵀ), valid whenever K has full rank. Pivots of
+coordinates are positive (H is SPD), those of rows negative.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mechdyn.core.loops import closure
+from mechdyn.core.model import BASE, Model
+
+from .expr import Builder, Val
+
+Row = tuple[dict[int, Val], Val]  # (K row as {v slot: value}, k)
+
+
+def _root_path(model: Model, body: int) -> list[int]:
+    path = []
+    while body != BASE:
+        path.append(body)
+        body = model.bodies[body].parent
+    return path
+
+
+def _slots(model: Model, bodies) -> list[int]:
+    return [model.vidx[i] + k for i in bodies for k in range(model.bodies[i].nv)]
+
+
+Pivot = tuple[str, int]  # ("v", slot) for a coordinate, ("c", row) for a constraint row
+
+
+def elimination_order(model: Model) -> list[Pivot]:
+    """The pivots of the KKT system in elimination order (see the module docstring)."""
+    paths = [set(_root_path(model, lp.pred)) ^ set(_root_path(model, lp.succ)) for lp in model.loops]
+    hub = {a for path in paths for i in path for a in _root_path(model, model.bodies[i].parent)}
+    first_row = np.cumsum([0] + [lp.nc for lp in model.loops])
+    rows_of = lambda loops: [r for l in loops for r in range(first_row[l], first_row[l + 1])]  # noqa: E731
+    _, K = closure(model, model.q0())
+
+    def components(loops: list[int], held: set[int]) -> list[list[int]]:
+        """The loops split where they share no body outside `held`."""
+        comps: list[tuple[set[int], list[int]]] = []
+        for l in loops:
+            touching = [c for c in comps if c[0] & (paths[l] - held)]
+            merged = (set(paths[l]) - held, [l])
+            for c in touching:
+                comps.remove(c)
+                merged = (merged[0] | c[0], c[1] + merged[1])
+            comps.append(merged)
+        return [sorted(c[1]) for c in comps]
+
+    def plan(loops: list[int], held: set[int]) -> tuple[list[Pivot], list[int]]:
+        """(pivots for these loops' free bodies and rows, rows that must wait for the hub)."""
+        parts = components(loops, held)
+        if len(parts) > 1:
+            plans = [plan(c, held) for c in parts]
+            return [p for pv, _ in plans for p in pv], [r for _, d in plans for r in d]
+        bodies = set().union(*(paths[l] for l in loops)) - held
+        shared = [i for i in bodies if sum(i in paths[l] for l in loops) > 1]
+        for sep in sorted(shared, key=lambda i: (model.bodies[i].nv, i)):  # a separator: the corners' rack
+            if len(components(loops, held | {sep})) > 1:
+                pivots, waiting = plan(loops, held | {sep})
+                if not waiting:
+                    return pivots + [("v", s) for s in reversed(_slots(model, [sep]))], []
+        dofs = sorted(_slots(model, bodies), reverse=True)
+        Kg = K[np.ix_(rows_of(loops), dofs)]
+        if dofs and np.linalg.matrix_rank(Kg, tol=1e-9 * max(1.0, np.abs(Kg).max())) == Kg.shape[0]:
+            return [("v", s) for s in dofs] + [("c", r) for r in rows_of(loops)], []
+        return [("v", s) for s in dofs], rows_of(loops)
+
+    pivots, waiting = plan(list(range(len(model.loops))), hub)
+    placed = {idx for kind, idx in pivots if kind == "v"}
+    hub_slots = set(_slots(model, hub))
+    free = [("v", s) for s in range(model.nv - 1, -1, -1) if s not in placed and s not in hub_slots]
+    return free + pivots + [("v", s) for s in sorted(hub_slots, reverse=True)] + [("c", r) for r in sorted(waiting)]
+
+
+def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: list[Val],
+              order: list[Pivot]) -> list[Val]:
+    """qdd from the KKT system, by LDLᵀ in `order` (lower-triangle dict H, rows as from loop_rows)."""
+    nv = len(rhs)
+    pos = {node: p for p, node in enumerate(order)}
+    at = lambda kind, idx: pos[kind, idx]  # noqa: E731
+    M: list[dict[int, Val]] = [{} for _ in order]  # M[j][i]: entry (i, j) with i >= j, permuted
+
+    def put(p: int, q: int, x: Val) -> None:
+        i, j = max(p, q), min(p, q)
+        if x == 0.0:
+            M[j].pop(i, None)  # an exact cancellation frees the slot
+        else:
+            M[j][i] = x
+
+    for (i, j), x in H.items():
+        put(at("v", i), at("v", j), x)
+    for r, (Krow, _) in enumerate(rows):
+        for s, x in Krow.items():
+            put(at("c", r), at("v", s), x)
+    y: list[Val] = [rhs[idx] if kind == "v" else rows[idx][1] for kind, idx in order]
+    L: list[dict[int, Val]] = []
+    Dinv: list[Val] = []
+    for k, (kind, idx) in enumerate(order):
+        d = M[k].pop(k, 0.0)
+        if d == 0.0:
+            what = "constraint row" if kind == "c" else "coordinate"
+            raise ValueError(f"structural zero pivot at {what} {idx}: the rows are redundant or the elimination "
+                             "order is wrong (close planar loops with point-on-line, not revolute)")
+        dinv = b.div(1.0, d)
+        below = sorted(M[k])
+        for jj, j in enumerate(below):  # Schur update of the trailing block: M_ij -= M_ik M_jk / d
+            lj = b.mul(M[k][j], dinv)
+            for i in below[jj:]:
+                put(i, j, b.sub(M[j].get(i, 0.0), b.mul(lj, M[k][i])))
+        L.append({i: b.mul(M[k][i], dinv) for i in below})
+        Dinv.append(dinv)
+    for k in range(len(order)):  # L z = y
+        for i, l in L[k].items():
+            y[i] = b.sub(y[i], b.mul(l, y[k]))
+    x = [b.mul(y[k], Dinv[k]) for k in range(len(order))]
+    for k in range(len(order) - 1, -1, -1):  # Lᵀ x = D⁻¹ z
+        x[k] = b.sub(x[k], b.dot([l for l in L[k].values()], [x[i] for i in L[k]]))
+    return [x[at("v", s)] for s in range(nv)]
