@@ -105,17 +105,11 @@ def xf_force_T(b: Builder, X: Xf, f: Vec6) -> Vec6:
     return vadd(b, mtv(b, X.E, f[:3]), cross(b, X.r, fl)) + fl
 
 
-# -- motion/force cross products ---------------------------------------------
+# -- motion cross product ------------------------------------------------------
 def crm(b: Builder, v: Vec6, m: Vec6) -> Vec6:
     """v ×  m = [ω × μ; ω × ν + v × μ] for v = [ω; v], m = [μ; ν]."""
     w, vl, mu, nu = v[:3], v[3:], m[:3], m[3:]
     return cross(b, w, mu) + vadd(b, cross(b, w, nu), cross(b, vl, mu))
-
-
-def crf(b: Builder, v: Vec6, f: Vec6) -> Vec6:
-    """v ×* f = [ω × n + v × f; ω × f]."""
-    w, vl, n, fl = v[:3], v[3:], f[:3], f[3:]
-    return vadd(b, cross(b, w, n), cross(b, vl, fl)) + cross(b, w, fl)
 
 
 # -- rigid-body inertias -------------------------------------------------------
