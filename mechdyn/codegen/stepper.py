@@ -31,16 +31,17 @@ static void quat_mul(const double *a, const double *b, double *out)
     out[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
 }
 
-/* exp(½ w t): the unit quaternion turning by |w| t about w */
-static void quat_exp(const double *w, double t, double *out)
+/* exp(½ w t/2) and exp(½ w t): the unit quaternions turning by |w| t/2 and |w| t about w,
+ * both from one batched sincos (codegen/trig.py) */
+static void quat_exp2(const double *w, double t, double *half, double *full)
 {
-    double n = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
-    double h = 0.5 * n * t;
-    double s = n > 0.0 ? sin(h) / n : 0.5 * t;
-    out[0] = cos(h);
-    out[1] = s * w[0];
-    out[2] = s * w[1];
-    out[3] = s * w[2];
+    const double n = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    md_v4 s, c;
+    md_sincos4((md_v4){0.25 * n * t, 0.5 * n * t, 0.0, 0.0}, &s, &c);
+    const double sh = n > 0.0 ? s[0] / n : 0.25 * t, sf = n > 0.0 ? s[1] / n : 0.5 * t;
+    half[0] = c[0];
+    full[0] = c[1];
+    for (int k = 0; k < 3; ++k) { half[k + 1] = sh * w[k]; full[k + 1] = sf * w[k]; }
 }
 
 /* R(Q) v for a unit quaternion */
@@ -59,11 +60,10 @@ DRIFT_FLOATING = r"""
 /* one floating body: Q ← Q ⊗ exp(½ ω τ), r ← r + R(Q ⊗ exp(½ ω τ/2)) v τ */
 static void drift_floating(double *q, const double *qd, double tau)
 {
-    double e[4], Qmid[4], Qnew[4], dr[3];
-    quat_exp(qd, 0.5 * tau, e);
-    quat_mul(q, e, Qmid);
+    double eh[4], e[4], Qmid[4], Qnew[4], dr[3];
+    quat_exp2(qd, tau, eh, e);
+    quat_mul(q, eh, Qmid);
     quat_rotate(Qmid, qd + 3, dr);
-    quat_exp(qd, tau, e);
     quat_mul(q, e, Qnew);
     q[0] = Qnew[0]; q[1] = Qnew[1]; q[2] = Qnew[2]; q[3] = Qnew[3];
     q[4] += dr[0] * tau; q[5] += dr[1] * tau; q[6] += dr[2] * tau;
