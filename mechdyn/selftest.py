@@ -61,7 +61,7 @@ MUTATIONS = (
              "    for (int i = 0; i < 4; ++i) Qnew[i] /= sqrt(n);",
              ("drift:satellite",)),
     Mutation("dropped gravity term", "mechdyn/codegen/rnea.py",
-             "a0: Vec6 = [0.0, 0.0, 0.0] + [-float(g) for g in model.gravity]", "a0: Vec6 = [0.0] * 6",
+             "g0: Vec3 = [-float(g) for g in model.gravity]", "g0: Vec3 = [0.0, 0.0, 0.0]",
              ("gen_vs_dense:threelink",)),
 )
 

@@ -1,8 +1,10 @@
 """Pass 3: the bias force C(q, qd, fext) by the recursive Newton–Euler algorithm with qdd = 0 (RBDA §5.3).
 
-Gravity enters as the base's fictitious acceleration [0; −g]. Each body's
-force is written by Newton–Euler about its CG rather than as I a + v ×* I v
-(7 % fewer operations on elbow). External forces are read only for bodies
+Gravity enters as the base's fictitious acceleration −g. The recursion
+carries each body's angular acceleration and its origin's classical
+acceleration, which single-DOF joints propagate without linear velocities,
+and each body's force is written by Newton–Euler about its CG rather than as
+I a + v ×* I v. External forces are read only for bodies
 declared `fext 1`.
 """
 from __future__ import annotations
@@ -11,38 +13,53 @@ from mechdyn.core.model import BASE, Body
 
 from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
-from .sspatial import Vec6, cross, crm, mv, scale, vadd, vsub, xf_force, xf_force_T, xf_motion
+from .sspatial import Vec3, Vec6, cross, mtv, mv, scale, vadd, vsub, xf_force, xf_force_T
 
 
-def body_force(b: Builder, bd: Body, a: Vec6, v: Vec6) -> Vec6:
+def body_force(b: Builder, bd: Body, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
     """I a + v ×* I v by Newton–Euler about the CG: F = m a_C, n = Ic α + ω × Ic ω + c × F.
 
-    a_C = a_O + α × c + ω × (ω × c), with a_O = a_lin + ω × v_lin the classical acceleration of
-    the origin: the same force as the spatial form, with fewer products (Ic is about the CG, so it
-    has the zeros that the parallel-axis shift fills in)."""
+    a_C = a_O + α × c + ω × (ω × c) from the classical acceleration a_O of the origin: the same
+    force as the spatial form about the origin, with fewer products (Ic is about the CG, so it has
+    the zeros that the parallel-axis shift fills in)."""
     m, c = float(bd.mass), [float(x) for x in bd.cg]
     Ic = [[float(bd.inertia[i][j]) for j in range(3)] for i in range(3)]
-    al, alin, w, vlin = a[:3], a[3:], v[:3], v[3:]
-    aC = vadd(b, vadd(b, alin, cross(b, w, vlin)), vadd(b, cross(b, al, c), cross(b, w, cross(b, w, c))))
+    aC = vadd(b, aO, vadd(b, cross(b, al, c), cross(b, w, cross(b, w, c))))
     F = scale(b, m, aC)
     n = vadd(b, vadd(b, mv(b, Ic, al), cross(b, w, mv(b, Ic, w))), cross(b, c, F))
     return n + F
 
 
+def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec3) -> tuple[Vec3, Vec3]:
+    """(α, a_O) of body i at qdd = 0 from its parent's: angular acceleration and the origin's classical one.
+
+    For a single-DOF joint a_O = E (a_Op + α_p × r + ω_p × (ω_p × r) + 2 ω_p × ṙ), which needs no
+    linear velocities; a floating body (a root, by the format) has a_O = E a_Op + ω × v."""
+    bd, X, vJ = kin.model.bodies[i], kin.Xup[i], kin.vJ(i)
+    w = kin.v[i][:3]
+    al = vadd(b, mv(b, X.E, al_p), cross(b, w, vJ[:3]))
+    if bd.joint == "floating":
+        return al, vadd(b, mv(b, X.E, aO_p), cross(b, w, kin.v[i][3:]))
+    w_p = [0.0] * 3 if bd.parent == BASE else kin.v[bd.parent][:3]
+    rdot = mtv(b, X.E, vJ[3:])  # the prismatic slide rate in parent coordinates (zero for revolute)
+    inner = vadd(b, vadd(b, aO_p, cross(b, al_p, X.r)), cross(b, w_p, vadd(b, cross(b, w_p, X.r), scale(b, 2.0, rdot))))
+    return al, mv(b, X.E, inner)
+
+
 def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]:
     """C such that H qdd + C = tau, for the model's gravity and the declared external forces."""
     model = kin.model
-    a0: Vec6 = [0.0, 0.0, 0.0] + [-float(g) for g in model.gravity]
-    a: list[Vec6] = []
+    g0: Vec3 = [-float(g) for g in model.gravity]  # the base's fictitious acceleration
+    acc: list[tuple[Vec3, Vec3]] = []
     f: list[Vec6] = []
     for i, bd in enumerate(model.bodies):
-        ap = a0 if bd.parent == BASE else a[bd.parent]
-        ai = vadd(b, xf_motion(b, kin.Xup[i], ap), crm(b, kin.v[i], kin.vJ(i)))
-        fi = body_force(b, model.bodies[i], ai, kin.v[i])
+        al_p, aO_p = ([0.0] * 3, g0) if bd.parent == BASE else acc[bd.parent]
+        al, aO = accelerations(b, kin, i, al_p, aO_p)
+        fi = body_force(b, bd, al, aO, kin.v[i][:3])
         if bd.fext:
             fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
             fi = vsub(b, fi, xf_force(b, kin.X0(i), fx))
-        a.append(ai)
+        acc.append((al, aO))
         f.append(fi)
     C: list[Val] = [0.0] * model.nv
     for i in range(model.nbody - 1, -1, -1):
