@@ -41,6 +41,7 @@ class BenchResult:
     ns_per_call: float
     dense_ns_per_call: float
     checksum: float
+    batch_ns_per_state: float  # fwd_dyn_batch, four states per SIMD pass
 
     @property
     def speedup(self) -> float:
@@ -56,6 +57,8 @@ class BenchResult:
     def lines(self) -> list[str]:
         return [f"bench: {self.model} (nq {self.nq}, nv {self.nv}) on {machine()}",
                 f"bench: generated  {self.ns_per_call:10.1f} ns/call  {self.flops} flops  {self.gflops:.2f} GFLOP/s",
+                f"bench: batched    {self.batch_ns_per_state:10.1f} ns/state  (fwd_dyn_batch, four states per SIMD pass: "
+                f"{self.ns_per_call / self.batch_ns_per_state:.1f}x the throughput)",
                 f"bench: dense      {self.dense_ns_per_call:10.1f} ns/call  (numpy 6x6 reference)",
                 f"bench: speedup    {self.speedup:10.1f}x"]
 
@@ -87,7 +90,15 @@ def bench(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_calls: in
         s = states[k % POOL]
         forward_crba(dyn.model, s.q, s.qd, s.tau, s.fext, s.act)
     dense = (time.perf_counter() - t0) / dense_calls
-    return BenchResult(dyn.model.name, dyn.nq, dyn.nv, dyn.flops, best * 1e9, dense * 1e9, checksum)
+    batched = batch_ns(dyn, pool, seconds, repeats)
+    return BenchResult(dyn.model.name, dyn.nq, dyn.nv, dyn.flops, best * 1e9, dense * 1e9, checksum, batched)
+
+
+def batch_ns(dyn: Dynamics, pool: list[np.ndarray], seconds: float, repeats: int) -> float:
+    """Best ns per state of fwd_dyn_batch over passes through the pool, loops of about `seconds`."""
+    per_state, _ = dyn.time_per_state_batched(*pool, 1)
+    rounds = max(1, int(seconds / max(per_state * len(pool[0]), 1e-9)))
+    return min(dyn.time_per_state_batched(*pool, rounds)[0] for _ in range(repeats)) * 1e9
 
 
 @dataclass(frozen=True)
@@ -303,6 +314,7 @@ class PeersResult:
     tree_flops: int | None = None
     tree_ns_per_call: float | None = None
     tree_instructions: float | None = None
+    batch_ns_per_state: float | None = None  # fwd_dyn_batch on the same pool: throughput, four states per SIMD pass
 
     @property
     def loops(self) -> bool:
@@ -336,6 +348,8 @@ class PeersResult:
         out = [f"bench: {self.model} (nq {self.nq}, nv {self.nv}) on {machine()}, the same {POOL}-state pool for all",
                f"bench: mechdyn generated  {self.ns_per_call:10.1f} ns/call  {ins(self.instructions)}  "
                f"{self.flops} flops  {self.gflops:.2f} GFLOP/s"]
+        out.append(f"bench:   batched        {self.batch_ns_per_state:10.1f} ns/state  (fwd_dyn_batch, four states per "
+                   f"SIMD pass; Pinocchio's ABA takes {self.pinocchio_ns_per_call / self.batch_ns_per_state:.1f}x as long)")
         if self.loops:
             out.append(f"bench:   spanning tree    {self.tree_ns_per_call:10.1f} ns/call  {ins(self.tree_instructions)}  "
                        f"{self.tree_flops} flops  (the generated code with the loops removed)")
@@ -357,17 +371,20 @@ class PeersResult:
         f = lambda x: "n/a" if x is None else f"{x:,.0f}"  # noqa: E731
         r = lambda x: "n/a" if x is None else f"{x:.1f}"  # noqa: E731
 
-        def row(label: str, ns: float, ins: float | None, flops: int) -> str:
+        def row(label: str, ns: float, ins: float | None, flops: int, batch: float | None) -> str:
             return (f"| {label} | {self.nv} | {ns:.1f} | {self.pinocchio_ns_per_call:.1f} | "
                     f"{self.mujoco_ns_per_call:.1f} | {self.pinocchio_ns_per_call / ns:.1f} | "
                     f"{self.mujoco_ns_per_call / ns:.1f} | {f(ins)} | {f(self.pinocchio_instructions)} | "
                     f"{f(self.mujoco_instructions)} | {r(_ratio(self.pinocchio_instructions, ins))} | "
-                    f"{r(_ratio(self.mujoco_instructions, ins))} | {flops / ns:.2f} |")
+                    f"{r(_ratio(self.mujoco_instructions, ins))} | {flops / ns:.2f} | "
+                    + ("n/a | n/a |" if batch is None else f"{batch:.1f} | {self.pinocchio_ns_per_call / batch:.1f} |"))
 
         if not self.loops:
-            return [row(self.model, self.ns_per_call, self.instructions, self.flops)]
-        return [row(f"{self.model}, loops closed", self.ns_per_call, self.instructions, self.flops),
-                row(f"{self.model}, spanning tree", self.tree_ns_per_call, self.tree_instructions, self.tree_flops)]
+            return [row(self.model, self.ns_per_call, self.instructions, self.flops, self.batch_ns_per_state)]
+        return [row(f"{self.model}, loops closed", self.ns_per_call, self.instructions, self.flops,
+                    self.batch_ns_per_state),
+                row(f"{self.model}, spanning tree", self.tree_ns_per_call, self.tree_instructions, self.tree_flops,
+                    None)]
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -376,7 +393,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 TABLE_HEADER = ("| model | nv | generated ns | Pinocchio ns | MuJoCo ns | Pinocchio / generated | MuJoCo / generated | "
                 "generated instr | Pinocchio instr | MuJoCo instr | Pinocchio / generated instr | "
-                "MuJoCo / generated instr | generated GFLOP/s |\n" + "| --- " * 13 + "|")
+                "MuJoCo / generated instr | generated GFLOP/s | batched ns/state | Pinocchio / batched |\n"
+                + "| --- " * 15 + "|")
 
 
 def spanning_tree(model: Model) -> Model:
@@ -416,6 +434,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
     tree = Dynamics(spanning_tree(model)) if model.loops else None
     gen = gen_ns(dyn)
     tree_ns = gen_ns(tree) if tree else None
+    batched = batch_ns(dyn, arrays, seconds, repeats)
 
     pm = cpin.build(model)
     mm = cmj.build(model)
@@ -461,4 +480,4 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
             ins = [gen_count(model), callgrind_instructions(pin_cmd(n, 1, conv), "peer_loop", n),
                    callgrind_instructions(mj_cmd(n, 1), "peer_loop", n), gen_count(tree.model) if tree else None]
     return PeersResult(model.name, dyn.nq, dyn.nv, dyn.flops, gen, pin_ns[conv], mj_ns, *ins[:3],
-                       ("local", "world")[conv], tree.flops if tree else None, tree_ns, ins[3])
+                       ("local", "world")[conv], tree.flops if tree else None, tree_ns, ins[3], batched)

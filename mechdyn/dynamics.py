@@ -35,7 +35,7 @@ class Dynamics:
 
     # -- argument checking -------------------------------------------------
     def _arr(self, name: str, x, shape: tuple[int, ...], optional: bool = False):
-        """x as a C-contiguous float64 array of exactly `shape`, and its cffi pointer."""
+        """x as a C-contiguous float64 array of exactly `shape`, and a cffi array over it (which keeps it alive)."""
         if x is None:
             if optional:
                 return None, self._ffi.NULL
@@ -43,10 +43,21 @@ class Dynamics:
         a = np.ascontiguousarray(x, dtype=np.float64)
         if a.shape != shape:
             raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
-        return a, self._ffi.cast("double *", self._ffi.from_buffer(a))
+        return a, self._ffi.from_buffer("double[]", a)
 
     def _fext_shape(self, n: int | None) -> tuple[int, ...]:
         return (self.nbody, 6) if n is None else (n, self.nbody, 6)
+
+    def _states(self, Q, QD, TAU, FEXT, ACT, optional: bool) -> tuple[int, list]:
+        """n, and n states' Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact) as C arrays."""
+        Q = np.asarray(Q)
+        if Q.ndim != 2:
+            raise ValueError(f"Q has shape {Q.shape}, expected (n, {self.nq})")
+        n = Q.shape[0]
+        return n, [self._arr("Q", Q, (n, self.nq))[1], self._arr("QD", QD, (n, self.nv))[1],
+                   self._arr("TAU", TAU, (n, self.nv))[1],
+                   self._arr("FEXT", FEXT, self._fext_shape(n), optional=optional)[1],
+                   self._arr("ACT", ACT, (n, self.nact), optional=optional)[1]]
 
     # -- the generated functions -------------------------------------------
     def forward(self, q, qd, tau, fext=None, act=None) -> np.ndarray:
@@ -57,22 +68,14 @@ class Dynamics:
         _, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
         _, pa = self._arr("act", act, (self.nact,), optional=True)
         out = np.empty(self.nv)
-        self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.cast("double *", self._ffi.from_buffer(out)))
+        self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.from_buffer("double[]", out))
         return out
 
     def forward_batch(self, Q, QD, TAU, FEXT=None, ACT=None) -> np.ndarray:
         """qdd for n states in one C call: Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact)."""
-        Q = np.asarray(Q)
-        if Q.ndim != 2:
-            raise ValueError(f"Q has shape {Q.shape}, expected (n, {self.nq})")
-        n = Q.shape[0]
-        _, pq = self._arr("Q", Q, (n, self.nq))
-        _, pqd = self._arr("QD", QD, (n, self.nv))
-        _, ptau = self._arr("TAU", TAU, (n, self.nv))
-        _, pf = self._arr("FEXT", FEXT, self._fext_shape(n), optional=True)
-        _, pa = self._arr("ACT", ACT, (n, self.nact), optional=True)
+        n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=True)
         out = np.empty((n, self.nv))
-        self._lib.fwd_dyn_batch(n, pq, pqd, ptau, pf, pa, self._ffi.cast("double *", self._ffi.from_buffer(out)))
+        self._lib.fwd_dyn_batch(n, *args, self._ffi.from_buffer("double[]", out))
         return out
 
     def observe(self, q, qd) -> np.ndarray:
@@ -80,7 +83,7 @@ class Dynamics:
         _, pq = self._arr("q", q, (self.nq,))
         _, pqd = self._arr("qd", qd, (self.nv,))
         out = np.empty(self.observe_len)
-        self._lib.fwd_dyn_observe(pq, pqd, self._ffi.cast("double *", self._ffi.from_buffer(out)))
+        self._lib.fwd_dyn_observe(pq, pqd, self._ffi.from_buffer("double[]", out))
         return out
 
     def find(self, kind: str, name: str) -> int:
@@ -111,14 +114,16 @@ class Dynamics:
 
     def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
         """Seconds per fwd_dyn call timed inside C over a pool of states, and the checksum."""
-        n = np.asarray(Q).shape[0]
-        _, pq = self._arr("Q", Q, (n, self.nq))
-        _, pqd = self._arr("QD", QD, (n, self.nv))
-        _, ptau = self._arr("TAU", TAU, (n, self.nv))
-        _, pf = self._arr("FEXT", FEXT, self._fext_shape(n))
-        _, pa = self._arr("ACT", ACT, (n, self.nact))
+        n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=False)
         chk = self._ffi.new("double *")
-        return self._lib.fwd_dyn_bench(ncalls, n, pq, pqd, ptau, pf, pa, chk), chk[0]
+        return self._lib.fwd_dyn_bench(ncalls, n, *args, chk), chk[0]
+
+    def time_per_state_batched(self, Q, QD, TAU, FEXT, ACT, nrounds: int) -> tuple[float, float]:
+        """Seconds per state of fwd_dyn_batch (four states per SIMD pass) over `nrounds` passes through a pool of
+        states, timed inside C, and the sum of the last pass's outputs."""
+        n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=False)
+        out, chk = np.empty((n, self.nv)), self._ffi.new("double *")
+        return self._lib.fwd_dyn_bench_batch(nrounds, n, *args, self._ffi.from_buffer("double[]", out), chk), chk[0]
 
 
 def load(spec: str | os.PathLike | Model) -> Dynamics:

@@ -30,7 +30,7 @@ def compiled(source: str, tmp_path, name: str):
     _, flags = compiler()
     ffi = cffi.FFI()
     ffi.cdef("void sincos_n(long n, const double *x, double *s, double *c);")
-    ffi.set_source(name, "#include <math.h>\n#include <string.h>\n" + source + WRAPPER,
+    ffi.set_source(name, "#include <math.h>\n#include <string.h>\n" + trig.VECTOR_TYPES + source + WRAPPER,
                    extra_compile_args=flags, libraries=["m"])
     spec = importlib.util.spec_from_file_location(name, ffi.compile(tmpdir=str(tmp_path)))
     module = importlib.util.module_from_spec(spec)

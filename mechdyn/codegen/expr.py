@@ -94,8 +94,14 @@ class Builder:
         """`target = x;`"""
         self.stmt(f"{target} = {c_text(x)};", x)
 
-    def finish(self) -> tuple[list[str], Counter[str]]:
-        """The live statements in order and the count of each live operation (dead temporaries dropped)."""
+    @property
+    def angles(self) -> list[str]:
+        """The input slots whose sine and cosine the statements use, in lane order."""
+        return list(self._trig)
+
+    def finish(self, sincos: bool = True) -> tuple[list[str], Counter[str]]:
+        """The live statements in order, headed by the sincos batch unless `sincos` is false, and the count of
+        each live operation (dead temporaries dropped)."""
         live: set[str] = set()
         keep = [False] * len(self._stmts)
         for k in range(len(self._stmts) - 1, -1, -1):
@@ -106,7 +112,7 @@ class Builder:
         lines = [st[1] for st, kp in zip(self._stmts, keep) if kp]
         ops = Counter(st[2] for st, kp in zip(self._stmts, keep) if kp and st[0] is not None)
         if self._trig:
-            lines = trig.batch(list(self._trig)) + lines
+            lines = (trig.batch(self.angles) if sincos else []) + lines
             ops["sincos"] = len(self._trig)
         return lines, ops
 

@@ -16,19 +16,23 @@ lane wherever the target has them. Arguments beyond 1e5 in magnitude, where
 the three-part reduction would lose digits, and infinities send the whole
 batch of four to libm; a NaN stays NaN. The polynomials are evaluated by
 Estrin's scheme, and the lanes stay in registers, because the trigonometry
-heads the critical path of the whole function. tests/test_trig.py measures the
-error against libm.
+heads the critical path of the whole function; it is always inlined, because
+with two callers (fwd_dyn and its four-lane twin, simd.py) gcc would otherwise
+call it, at 25 more instructions per fwd_dyn on threelink. tests/test_trig.py
+measures the error against libm.
 """
 from __future__ import annotations
 
 LANES = 4
 
-SINCOS_C = r"""
+VECTOR_TYPES = r"""
 typedef double md_v4 __attribute__((vector_size(32)));
 typedef long long md_i4 __attribute__((vector_size(32)));
+"""
 
+SINCOS_C = r"""
 /* *s = sin(x), *c = cos(x), lane by lane (mechdyn/codegen/trig.py) */
-static inline void md_sincos4(const md_v4 x, md_v4 *s, md_v4 *c)
+static inline __attribute__((always_inline)) void md_sincos4(const md_v4 x, md_v4 *s, md_v4 *c)
 {
     const md_i4 big = (md_v4)((md_i4)x & 0x7fffffffffffffffLL) > 1e5;
     if (big[0] | big[1] | big[2] | big[3]) {
