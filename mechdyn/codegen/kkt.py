@@ -26,19 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from mechdyn.core.loops import closure
-from mechdyn.core.model import BASE, Model
+from mechdyn.core.model import Model
 
 from .expr import Builder, Val
 
 Row = tuple[dict[int, Val], Val]  # (K row as {v slot: value}, k)
-
-
-def _root_path(model: Model, body: int) -> list[int]:
-    path = []
-    while body != BASE:
-        path.append(body)
-        body = model.bodies[body].parent
-    return path
 
 
 def _slots(model: Model, bodies) -> list[int]:
@@ -50,18 +42,18 @@ Pivot = tuple[str, int]  # ("v", slot) for a coordinate, ("c", row) for a constr
 
 def elimination_order(model: Model) -> list[Pivot]:
     """The pivots of the KKT system in elimination order (see the module docstring)."""
-    paths = [set(_root_path(model, lp.pred)) ^ set(_root_path(model, lp.succ)) for lp in model.loops]
-    hub = {a for path in paths for i in path for a in _root_path(model, model.bodies[i].parent)}
+    paths = [set(model.support(lp.pred)) ^ set(model.support(lp.succ)) for lp in model.loops]
+    hub = {a for path in paths for i in path for a in model.support(model.bodies[i].parent)}
     first_row = np.cumsum([0] + [lp.nc for lp in model.loops])
-    rows_of = lambda loops: [r for l in loops for r in range(first_row[l], first_row[l + 1])]  # noqa: E731
+    rows_of = lambda loops: [r for j in loops for r in range(first_row[j], first_row[j + 1])]  # noqa: E731
     _, K = closure(model, model.q0())
 
     def components(loops: list[int], held: set[int]) -> list[list[int]]:
         """The loops split where they share no body outside `held`."""
         comps: list[tuple[set[int], list[int]]] = []
-        for l in loops:
-            touching = [c for c in comps if c[0] & (paths[l] - held)]
-            merged = (set(paths[l]) - held, [l])
+        for j in loops:
+            touching = [c for c in comps if c[0] & (paths[j] - held)]
+            merged = (set(paths[j]) - held, [j])
             for c in touching:
                 comps.remove(c)
                 merged = (merged[0] | c[0], c[1] + merged[1])
@@ -74,8 +66,8 @@ def elimination_order(model: Model) -> list[Pivot]:
         if len(parts) > 1:
             plans = [plan(c, held) for c in parts]
             return [p for pv, _ in plans for p in pv], [r for _, d in plans for r in d]
-        bodies = set().union(*(paths[l] for l in loops)) - held
-        shared = [i for i in bodies if sum(i in paths[l] for l in loops) > 1]
+        bodies = set().union(*(paths[j] for j in loops)) - held
+        shared = [i for i in bodies if sum(i in paths[j] for j in loops) > 1]
         for sep in sorted(shared, key=lambda i: (model.bodies[i].nv, i)):  # a separator: the corners' rack
             if len(components(loops, held | {sep})) > 1:
                 pivots, waiting = plan(loops, held | {sep})
@@ -136,5 +128,5 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
             y[i] = b.sub(y[i], b.mul(l, y[k]))
     x = [b.mul(y[k], Dinv[k]) for k in range(len(order))]
     for k in range(len(order) - 1, -1, -1):  # Lᵀ x = D⁻¹ z
-        x[k] = b.sub(x[k], b.dot([l for l in L[k].values()], [x[i] for i in L[k]]))
+        x[k] = b.sub(x[k], b.dot(list(L[k].values()), [x[i] for i in L[k]]))
     return [x[at("v", s)] for s in range(nv)]
