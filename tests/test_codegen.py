@@ -209,3 +209,18 @@ def test_planted_lane_mixup_is_caught(fresh_cache, monkeypatch):
     Q, QD, TAU = (np.array([getattr(s, f) for s in states]) for f in ("q", "qd", "tau"))
     single = np.array([d.forward(s.q, s.qd, s.tau) for s in states])
     assert not np.allclose(d.forward_batch(Q, QD, TAU), single)
+
+
+def test_planted_polarization_slip_is_caught(fresh_cache, monkeypatch):
+    """The ω_i ω_j coefficients with the cross terms halved (½ of polarization): the monomial path must fail."""
+    real = grnea.quadratic_coefficients
+
+    def halved(g):
+        G = real(g).copy()
+        G[:, 3:] *= 0.5
+        return G
+
+    monkeypatch.setattr(grnea, "quadratic_coefficients", halved)
+    err = _gen_error("elbow")
+    print(f"planted polarization slip: gen_vs_dense = {err:.3e}")
+    assert err > 1e-6  # the gate is 1e-9; the slip only touches the small velocity-squared terms

@@ -9,6 +9,8 @@ declared `fext 1`.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mechdyn.core.model import BASE, Body
 
 from .expr import Builder, Sym, Val
@@ -16,17 +18,45 @@ from .kinematics import TreeKinematics
 from .sspatial import Vec3, Vec6, cross, mtv, mv, scale, vadd, vsub, xf_force, xf_force_T
 
 
+PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))  # the monomials ω_i ω_j of a quadratic form in ω
+# A term takes the monomial form up to this many coefficients: a diagonal inertia has 3 at most, a CG or offset
+# on an axis 4 and in a coordinate plane 8, and the monomials are shared by every such term of the same ω; a
+# general vector (12) or inertia keeps the cross products (set from the flop counts of the models in models/).
+MONOMIAL_TERMS = 8
+
+
+def quadratic_coefficients(g) -> np.ndarray:
+    """G (3 × 6) with g(ω) = G [ω_i ω_j for (i, j) in PAIRS], for a quadratic map g, by polarization."""
+    e = np.eye(3)
+    cols = [g(e[i]) if i == j else g(e[i] + e[j]) - g(e[i]) - g(e[j]) for i, j in PAIRS]
+    return np.array(cols).T
+
+
+def quadratic(b: Builder, g, w: Vec3, general) -> Vec3:
+    """g(ω) for a quadratic map g: in the monomials ω_i ω_j with generation-time coefficients when those have at
+    most MONOMIAL_TERMS nonzeros, else by `general(ω)`, the cross products."""
+    G = quadratic_coefficients(g)
+    if np.count_nonzero(G) > MONOMIAL_TERMS:
+        return general(w)
+    mono = [b.mul(w[i], w[j]) if np.any(G[:, k]) else 0.0 for k, (i, j) in enumerate(PAIRS)]
+    return [b.sum(*(b.mul(float(G[r, k]), mono[k]) for k in range(6) if G[r, k] != 0.0)) for r in range(3)]
+
+
 def body_force(b: Builder, bd: Body, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
     """I a + v ×* I v by Newton–Euler about the CG: F = m a_C, n = Ic α + ω × Ic ω + c × F.
 
     a_C = a_O + α × c + ω × (ω × c) from the classical acceleration a_O of the origin: the same
     force as the spatial form about the origin, with fewer products (Ic is about the CG, so it has
-    the zeros that the parallel-axis shift fills in)."""
-    m, c = float(bd.mass), [float(x) for x in bd.cg]
-    Ic = [[float(bd.inertia[i][j]) for j in range(3)] for i in range(3)]
-    aC = vadd(b, aO, vadd(b, cross(b, al, c), cross(b, w, cross(b, w, c))))
+    the zeros that the parallel-axis shift fills in). The two terms quadratic in ω are written in
+    the six monomials ω_i ω_j with generation-time coefficients, which a diagonal or symmetric
+    Ic and a CG on an axis make sparse."""
+    m, c = float(bd.mass), np.array(bd.cg, dtype=float)
+    Ic = np.array(bd.inertia, dtype=float)
+    ww_c = quadratic(b, lambda u: np.cross(u, np.cross(u, c)), w, lambda u: cross(b, u, cross(b, u, list(c))))
+    gyro = quadratic(b, lambda u: np.cross(u, Ic @ u), w, lambda u: cross(b, u, mv(b, Ic.tolist(), u)))
+    aC = vadd(b, aO, vadd(b, cross(b, al, list(c)), ww_c))
     F = scale(b, m, aC)
-    n = vadd(b, vadd(b, mv(b, Ic, al), cross(b, w, mv(b, Ic, w))), cross(b, c, F))
+    n = vadd(b, vadd(b, mv(b, Ic.tolist(), al), gyro), cross(b, list(c), F))
     return n + F
 
 
@@ -42,7 +72,12 @@ def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec
         return al, vadd(b, mv(b, X.E, aO_p), cross(b, w, kin.v[i][3:]))
     w_p = [0.0] * 3 if bd.parent == BASE else kin.v[bd.parent][:3]
     rdot = mtv(b, X.E, vJ[3:])  # the prismatic slide rate in parent coordinates (zero for revolute)
-    inner = vadd(b, vadd(b, aO_p, cross(b, al_p, X.r)), cross(b, w_p, vadd(b, cross(b, w_p, X.r), scale(b, 2.0, rdot))))
+    if all(isinstance(x, float) for x in X.r):  # a fixed offset: ω_p × (ω_p × r) in the parent's monomials
+        r = np.array(X.r)
+        centripetal = quadratic(b, lambda u: np.cross(u, np.cross(u, r)), w_p, lambda u: cross(b, u, cross(b, u, X.r)))
+    else:
+        centripetal = cross(b, w_p, cross(b, w_p, X.r))
+    inner = vadd(b, vadd(b, aO_p, cross(b, al_p, X.r)), vadd(b, centripetal, cross(b, w_p, scale(b, 2.0, rdot))))
     return al, mv(b, X.E, inner)
 
 
