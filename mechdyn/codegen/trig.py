@@ -23,6 +23,8 @@ measures the error against libm.
 """
 from __future__ import annotations
 
+import re
+
 LANES = 4
 
 VECTOR_TYPES = r"""
@@ -63,8 +65,11 @@ static inline __attribute__((always_inline)) void md_sincos4(const md_v4 x, md_v
 
 
 def lane(k: int, prefix: str) -> str:
-    """The C name of angle k's lane in the batch's vector `prefix`."""
+    """The C name of angle k's lane in the batch's vector `prefix` ("sn" or "cs"): LANE_NAME parses it back."""
     return f"{prefix}{k // LANES}[{k % LANES}]"
+
+
+LANE_NAME = re.compile(r"\b(sn|cs)(\d+)\[(\d+)\]")  # prefix, vector, lane of a name made by lane()
 
 
 def batch(args: list[str]) -> list[str]:
