@@ -49,8 +49,8 @@ MUTATIONS = (
              "vsub(b, scale(b, I.m, v), cross(b, I.h, w))", "vadd(b, scale(b, I.m, v), cross(b, I.h, w))",
              ("gen_vs_dense:threelink",)),
     Mutation("dropped loop-Jacobian entry", "mechdyn/codegen/loops.py",
-             "rows.append((path_row(b, kin, lp.pred, lp.succ, T),",
-             "rows.append((dict(list(path_row(b, kin, lp.pred, lp.succ, T).items())[1:]),",
+             "return [(path_row(b, kin, lp.pred, lp.succ, T, G), k) for T, G, k in rows]",
+             "return [(dict(list(path_row(b, kin, lp.pred, lp.succ, T, G).items())[1:]), k) for T, G, k in rows]",
              ("gen_vs_dense:fourbar",)),
     Mutation("spring-damper force with the wrong sign", "mechdyn/codegen/elements.py",
              "coef = b.neg(b.div(f, st.l))", "coef = b.div(f, st.l)", ("gen_vs_dense:springpend",)),
@@ -61,7 +61,7 @@ MUTATIONS = (
              "    for (int i = 0; i < 4; ++i) Qnew[i] /= sqrt(n);",
              ("drift:satellite",)),
     Mutation("dropped gravity term", "mechdyn/codegen/rnea.py",
-             "g0: Vec3 = [-float(g) for g in model.gravity]", "g0: Vec3 = [0.0, 0.0, 0.0]",
+             "g0: Vec3 = [-float(g) for g in kin.model.gravity]", "g0: Vec3 = [0.0, 0.0, 0.0]",
              ("gen_vs_dense:threelink",)),
 )
 

@@ -119,14 +119,60 @@ def _gen_error() -> float:
 def test_planted_dropped_K_entry(fresh_cache, monkeypatch):
     real = gloops.path_row
 
-    def dropped(b, kin, a, s, T):
-        row = real(b, kin, a, s, T)
-        row.pop(max(row), None)  # lose the last joint's entry
+    def dropped(b, kin, a, s, T, F):
+        row = real(b, kin, a, s, T, F)
+        row.pop(min(row), None)  # lose the first joint's entry
         return row
 
     monkeypatch.setattr(gloops, "path_row", dropped)
     err = _gen_error()
     print(f"planted dropped K entry: gen_vs_dense = {err:.3e}")
+    assert err > 1e-6
+
+
+def test_planted_point_g_without_coriolis(fresh_cache, monkeypatch):
+    """The spherical and revolute rows' k along the successor's axes (loops.point_g) lose 2 ḋ × ω."""
+    from mechdyn.codegen.sspatial import cross, scale, vadd, vsub
+
+    def planted(b, d, dd, dA, w, al, alpha, beta):
+        accel = vadd(b, vadd(b, dA, cross(b, d, al)), cross(b, w, cross(b, w, d)))
+        return vsub(b, vsub(b, scale(b, 2 * alpha, cross(b, w, d)), accel),
+                    vadd(b, scale(b, 2 * alpha, dd), scale(b, beta * beta, d)))
+
+    monkeypatch.setattr(gloops, "point_g", planted)
+    err = _gen_error()
+    print(f"planted point_g without 2 ḋ × ω: gen_vs_dense = {err:.3e}")
+    assert err > 1e-7  # ḋ is of the order of the 1e-4 tear at these states: ~1e-6 here, a thousand times the gate
+
+
+FRAMES = {"predecessor": lambda m, lp: lp.pred, "successor": lambda m, lp: lp.succ,
+          "base": lambda m, lp: -1, "root of the predecessor": lambda m, lp: m.support(lp.pred)[-1] if lp.pred >= 0 else -1}
+
+
+def _force_frame(monkeypatch, pick):
+    """loop_rows writing every loop in the frame `pick` names instead of the cheapest."""
+    monkeypatch.setattr(gloops, "loop_rows", lambda b, kin, lp: gloops.rows_in(b, kin, lp, pick(kin.model, lp)))
+    import mechdyn.codegen.generate as gen
+    monkeypatch.setattr(gen, "loop_rows", gloops.loop_rows)
+
+
+@pytest.mark.parametrize("frame", FRAMES)
+def test_every_frame_gives_the_same_rows(fresh_cache, monkeypatch, frame):
+    """The loop zoo with every loop forced into one frame: each is the same system, so each matches the dense
+    reference (the generator itself picks the cheapest per loop)."""
+    _force_frame(monkeypatch, FRAMES[frame])
+    err = _gen_error()
+    print(f"every loop in its {frame}'s frame: gen_vs_dense = {err:.3e}")
+    assert err < 1e-9
+
+
+def test_planted_relative_transform_without_transpose(fresh_cache, monkeypatch):
+    """X⁻¹ with E where Eᵀ belongs: caught wherever a loop is written in a frame not above both its bodies."""
+    from mechdyn.codegen import kinematics, sspatial
+    monkeypatch.setattr(kinematics, "xf_inverse", lambda b, X: sspatial.Xf(X.E, [b.neg(x) for x in sspatial.mv(b, X.E, X.r)]))
+    _force_frame(monkeypatch, FRAMES["predecessor"])
+    err = _gen_error()
+    print(f"planted X⁻¹ without its transpose: gen_vs_dense = {err:.3e}")
     assert err > 1e-6
 
 

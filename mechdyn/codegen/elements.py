@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mechdyn.core.model import Model, Tsda
+from mechdyn.core.model import BASE, Model, Tsda
 
 from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
@@ -39,16 +39,26 @@ def act_value(slot: int, act: str) -> Val:
     return Sym(f"{act}[{slot}]") if slot >= 0 else 0.0
 
 
-def path_row(b: Builder, kin: TreeKinematics, body_a: int, body_b: int, T: list[Val]) -> dict[int, Val]:
-    """{v slot: ±Sᵀ X0* T} over the joints on exactly one of the two root paths."""
+def path_row(b: Builder, kin: TreeKinematics, body_a: int, body_b: int, T: list[Val], F: int = BASE) -> dict[int, Val]:
+    """{v slot: ±Sⱼᵀ Xⱼ* T} over the joints on exactly one of the two root paths, for T in frame F's coordinates
+    and Xⱼ = X_{j←F}.
+
+    A single-DOF joint reads one component of Xⱼ* T: a row of Xⱼ's rotation, three products. Below a
+    floating body on the path, whose six entries need all of its X* T, the joint's is carried on instead
+    (Xupⱼ* of the parent's): the one component that its own rotation leaves alone costs only the tree
+    offset's few products."""
     model = kin.model
     on_a, on_b = set(model.support(body_a)), set(model.support(body_b))
+    path = on_a ^ on_b
+    Tx: dict[int, list[Val]] = {}
     row: dict[int, Val] = {}
-    for j in sorted(on_a ^ on_b):
-        Tj = xf_force(b, kin.X0(j), T)
+    for j in sorted(path):
+        p = model.bodies[j].parent
+        carried = p in path and model.bodies[p].joint == "floating"
+        Tx[j] = xf_force(b, kin.Xup[j], Tx[p]) if carried else xf_force(b, kin.relative(j, F), T)
         sign = 1.0 if j in on_b else -1.0
         for k, s in enumerate(kin.S[j]):
-            row[model.vidx[j] + k] = b.mul(sign, b.dot(s, Tj))
+            row[model.vidx[j] + k] = b.mul(sign, b.dot(s, Tx[j]))
     return row
 
 

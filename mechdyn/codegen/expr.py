@@ -94,6 +94,26 @@ class Builder:
         """`target = x;`"""
         self.stmt(f"{target} = {c_text(x)};", x)
 
+    def __len__(self) -> int:
+        return len(self._stmts)
+
+    def fork(self) -> Builder:
+        """A copy to try an emission on: what it emits, the original never sees."""
+        f = Builder(self.prefix)
+        f._stmts, f._table, f._affine, f._trig = list(self._stmts), dict(self._table), dict(self._affine), dict(self._trig)
+        return f
+
+    def cost(self, outputs: list[Val], since: int) -> int:
+        """The counted operations (OPS_COUNTED) that `outputs` need among the statements emitted after the
+        first `since`: what emitting them cost, given everything before."""
+        need = {x.name for x in outputs if isinstance(x, Sym)}
+        n = 0
+        for name, _, op, uses in reversed(self._stmts[since:]):
+            if name in need:
+                need.update(uses)
+                n += op in OPS_COUNTED
+        return n
+
     @property
     def angles(self) -> list[str]:
         """The input slots whose sine and cosine the statements use, in lane order."""

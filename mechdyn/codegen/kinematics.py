@@ -5,12 +5,13 @@ dynamics and the observation function each run it in their own scope).
 """
 from __future__ import annotations
 
+import copy
 from functools import cached_property
 
 from mechdyn.core.model import BASE, Body, Model
 
 from .expr import Builder, Sym, Val
-from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, crm, cross, mtv, vadd, xf_compose, xf_motion
+from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, cross, mtv, vadd, xf_compose, xf_inverse, xf_motion
 
 
 def joint_rotation_T(b: Builder, axis: int, q: Sym) -> list[list[Val]]:
@@ -55,6 +56,14 @@ class TreeKinematics:
         self.qd = (lambda k: Sym(f"{qd}[{k}]")) if qd else None
         self.S = [motion_subspace(bd) for bd in model.bodies]
         self._X0: dict[int, Xf] = {}
+        self._rel: dict[tuple[int, int], Xf] = {}
+
+    def on(self, b: Builder) -> TreeKinematics:
+        """These kinematics emitting into b, a fork of this builder: what is already emitted is shared, and
+        what is emitted into b stays out of this object's caches."""
+        k = copy.copy(self)
+        k.b, k._X0, k._rel = b, dict(self._X0), dict(self._rel)
+        return k
 
     def qdot(self, i: int) -> list[Val]:
         """Body i's velocity coordinates."""
@@ -89,6 +98,21 @@ class TreeKinematics:
             self._X0[i] = self.Xup[i] if p == BASE else xf_compose(self.b, self.Xup[i], self.X0(p))
         return self._X0[i]
 
+    def relative(self, i: int, F: int) -> Xf:
+        """X from frame F's coordinates to body i's (either may be BASE), composed along the tree on first use:
+        down from F when F is an ancestor of i, else up from F through its parents' inverse joint transforms."""
+        if (i, F) not in self._rel:
+            if i == F:
+                X = Xf(EYE3, list(ZERO3))
+            elif F == BASE:
+                X = self.X0(i)
+            elif F in self.model.support(i):
+                X = xf_compose(self.b, self.Xup[i], self.relative(self.model.bodies[i].parent, F))
+            else:
+                X = xf_compose(self.b, self.relative(i, self.model.bodies[F].parent), xf_inverse(self.b, self.Xup[F]))
+            self._rel[i, F] = X
+        return self._rel[i, F]
+
     @cached_property
     def v(self) -> list[Vec6]:
         """Body spatial velocities in body coordinates: v_i = Xup_i v_parent + S_i qd_i."""
@@ -97,34 +121,6 @@ class TreeKinematics:
             vp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
             out.append(vadd(b, vp, self.vJ(i)))
         return out
-
-    @cached_property
-    def c(self) -> list[Vec6]:
-        """Velocity-product accelerations (qdd = 0, no gravity), body coordinates: c_i = Xup_i c_parent + v_i × S_i qd_i."""
-        b, out = self.b, []
-        for i, bd in enumerate(self.model.bodies):
-            cp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
-            out.append(vadd(b, cp, crm(b, self.v[i], self.vJ(i))))
-        return out
-
-    def point_accel(self, body: int, local: Vec3) -> Vec3:
-        """World acceleration of a body-fixed point at qdd = 0: R (â + α × r + ω × (v + ω × r))."""
-        if body == BASE:
-            return list(ZERO3)
-        b = self.b
-        w, vo = self.v[body][:3], self.v[body][3:]
-        al, ao = self.c[body][:3], self.c[body][3:]
-        vr = vadd(b, vo, cross(b, w, local))
-        return mtv(b, self.X0(body).E, vadd(b, vadd(b, ao, cross(b, al, local)), cross(b, w, vr)))
-
-    def direction(self, body: int, local: Vec3) -> tuple[Vec3, Vec3, Vec3]:
-        """A body-fixed direction in the world, its rate, and its acceleration at qdd = 0."""
-        if body == BASE:
-            return [float(x) for x in local], list(ZERO3), list(ZERO3)
-        b, E = self.b, self.X0(body).E
-        w, al = self.v[body][:3], self.c[body][:3]
-        wl = cross(b, w, local)
-        return (mtv(b, E, local), mtv(b, E, wl), mtv(b, E, vadd(b, cross(b, al, local), cross(b, w, wl))))
 
     def point(self, body: int, local: Vec3) -> tuple[Vec3, Vec3]:
         """World position and velocity of a body-fixed point (body may be BASE)."""

@@ -1,22 +1,43 @@
 """Pass 6a: the loop-closure rows K and k, symbolically (kkt.py solves with them).
 
 Each constraint row (docs/conventions.md, "Loop closures") is differentiated
-directly: with every point's and direction's world position, rate, and
+directly: with every point's and direction's position, rate, and
 acceleration at qdd = 0, φ̈|_{qdd=0} follows from the product rule, and
 
     k = −φ̈|_{qdd=0} − 2α φ̇ − β² φ,   α = β = 1/stab.
+
+A row is a scalar, so its vectors may be written in any one frame. In the
+predecessor's, say, its anchor and directions are constants and its motion
+is the recursion's body-frame velocity and acceleration, so only the
+successor's side is rotated. The accelerations are either the Newton–Euler
+pass's (rnea.py), shared with it, which include gravity as the base's
+fictitious acceleration (the difference of two points' accelerations cancels
+it and a direction's never sees it), or a pass of their own without it. Each
+loop takes whichever frame (a body on either root path, or the base) and
+whichever accelerations cost the fewest new operations, by trial emission.
+
+A point joint's three rows x_p·d, y_p·d, z_p·d are premultiplied by the
+rotation between the two bodies' axes: the same system, but the new rows run
+along the successor's axes, so their constraint forces are constants in its
+frame, and a floating successor's columns and its whole elimination fold to
+constants in the KKT solve.
 
 K's rows come from the same path walk as a TSDA's: only joints on exactly one
 of the loop's two root paths get entries.
 """
 from __future__ import annotations
 
-from mechdyn.core.model import Loop
+import numpy as np
+
+from mechdyn.core.model import BASE, Loop
 
 from .elements import path_row
 from .expr import Builder, Val
 from .kinematics import TreeKinematics
-from .sspatial import Vec3, cross, vsub
+from .rnea import origin_accelerations, quadratic
+from .sspatial import Vec3, cross, mtv, scale, vadd, vsub
+
+Acc = dict[int, tuple[Vec3, Vec3]]
 
 
 def _f(x) -> Vec3:
@@ -33,40 +54,98 @@ def distance_accel(b: Builder, d: Vec3, dd: Vec3, dA: Vec3) -> Val:
     return b.add(b.dot(dd, dd), b.dot(d, dA))
 
 
+def point_g(b: Builder, d: Vec3, dd: Vec3, dA: Vec3, w: Vec3, al: Vec3, alpha: float, beta: float) -> Vec3:
+    """G with k = e·G for every row e·d along a direction e fixed in the predecessor (ω, α its angular velocity
+    and acceleration): G = −(d × α + ω × (ω × d) + 2 ḋ × ω + d̈) − 2α (d × ω + ḋ) − β² d, from
+    ė·x = e·(x × ω) and ë·d = e·(d × α + ω × (ω × d))."""
+    wd = cross(b, w, d)
+    accel = vadd(b, vadd(b, dA, cross(b, d, al)), vadd(b, cross(b, w, wd), scale(b, 2.0, cross(b, dd, w))))
+    return vsub(b, vsub(b, scale(b, 2 * alpha, wd), accel), vadd(b, scale(b, 2 * alpha, dd), scale(b, beta * beta, d)))
+
+
+def motion(kin: TreeKinematics, acc: Acc, body: int) -> tuple[Vec3, Vec3, Vec3, Vec3]:
+    """(ω, v_O, α, a_O) of a body (or the base) in its own coordinates at qdd = 0."""
+    al, aO = acc[body]
+    w, v = ([0.0] * 3, [0.0] * 3) if body == BASE else (kin.v[body][:3], kin.v[body][3:])
+    return w, v, al, aO
+
+
+def point_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, local: Vec3) -> tuple[Vec3, Vec3, Vec3]:
+    """A body-fixed point's position from F's origin, its velocity and its acceleration at qdd = 0, all in
+    F's coordinates: r + Eᵀ p, Eᵀ (v_O + ω × p), Eᵀ (a_O + α × p + ω × (ω × p)) with (E, r) = X_{body←F}."""
+    X = kin.relative(body, F)
+    w, v, al, aO = motion(kin, acc, body)
+    p = [float(x) for x in local]
+    ww_p = quadratic(b, lambda u: np.cross(u, np.cross(u, p)), w, lambda u: cross(b, u, cross(b, u, p)))
+    return (vadd(b, X.r, mtv(b, X.E, p)), mtv(b, X.E, vadd(b, v, cross(b, w, p))),
+            mtv(b, X.E, vadd(b, aO, vadd(b, cross(b, al, p), ww_p))))
+
+
+def direction_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, local: Vec3) -> tuple[Vec3, Vec3, Vec3]:
+    """A body-fixed direction, its rate and its acceleration at qdd = 0, in F's coordinates."""
+    E = kin.relative(body, F).E
+    w, _, al, _ = motion(kin, acc, body)
+    wl = cross(b, w, local)
+    return mtv(b, E, local), mtv(b, E, wl), mtv(b, E, vadd(b, cross(b, al, local), cross(b, w, wl)))
+
+
 def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop) -> list[tuple[dict[int, Val], Val]]:
-    """[(K row as {v slot: value}, k entry)] for one loop, rows in the documented order."""
+    """[(K row as {v slot: value}, k entry)] for one loop, rows in the documented order, written in whichever
+    of the predecessor's, the successor's and the base's frames costs the fewest new operations."""
+    frames = dict.fromkeys((*kin.model.support(lp.pred), *kin.model.support(lp.succ), BASE))
+    ways = [(F, gravity) for F in frames for gravity in (True, False)]
+
+    def cost(way: tuple[int, bool]) -> int:
+        trial = b.fork()
+        rows = rows_in(trial, kin.on(trial), lp, *way)
+        return trial.cost([x for K, k in rows for x in (*K.values(), k)], len(b))
+
+    return rows_in(b, kin, lp, *min(ways, key=cost))
+
+
+def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = True) -> list[tuple[dict[int, Val], Val]]:
+    """loop_rows with every vector in frame F's coordinates (F a body or BASE), and the accelerations either the
+    Newton–Euler pass's, gravity included, or a pass of their own without it."""
     model = kin.model
-    P, Pd = kin.point(lp.pred, _f(lp.anchor_pred))
-    S, Sd = kin.point(lp.succ, _f(lp.anchor_succ))
-    Pa, Sa = kin.point_accel(lp.pred, _f(lp.anchor_pred)), kin.point_accel(lp.succ, _f(lp.anchor_succ))
+    acc = origin_accelerations(b, kin, gravity)
+    P, Pd, Pa = point_in(b, kin, acc, F, lp.pred, _f(lp.anchor_pred))
+    S, Sd, Sa = point_in(b, kin, acc, F, lp.succ, _f(lp.anchor_succ))
     d, dd, dA = vsub(b, S, P), vsub(b, Sd, Pd), vsub(b, Sa, Pa)
     alpha = beta = 1.0 / model.stab
     tri = [_f(col) for col in lp.triad.T]  # u0, w0, a0 in body coordinates
     axes = [_f(col) for col in ((1, 0, 0), (0, 1, 0), (0, 0, 1))]
-    rows: list[tuple[dict[int, Val], Val]] = []
+    rows: list[tuple[list[Val], int, Val]] = []  # (T, the frame T is in, k)
 
     def emit(T: list[Val], phi: Val, phid: Val, phidd0: Val) -> None:
-        rows.append((path_row(b, kin, lp.pred, lp.succ, T), b.add(b.neg(phidd0), baumgarte(b, phi, phid, alpha, beta))))
+        rows.append((T, F, b.add(b.neg(phidd0), baumgarte(b, phi, phid, alpha, beta))))
 
     def sep(local: Vec3) -> None:  # e·d, e fixed in the predecessor: T = [S × e; e]
-        e, ed, edd = kin.direction(lp.pred, local)
+        e, ed, edd = direction_in(b, kin, acc, F, lp.pred, local)
         emit(cross(b, S, e) + e, b.dot(e, d), b.add(b.dot(ed, d), b.dot(e, dd)),
              b.sum(b.dot(edd, d), b.mul(2.0, b.dot(ed, dd)), b.dot(e, dA)))
 
     def dirs(l1: Vec3, l2: Vec3) -> None:  # e1·e2, e1 on the predecessor, e2 on the successor: T = [e2 × e1; 0]
-        e1, e1d, e1dd = kin.direction(lp.pred, l1)
-        e2, e2d, e2dd = kin.direction(lp.succ, l2)
+        e1, e1d, e1dd = direction_in(b, kin, acc, F, lp.pred, l1)
+        e2, e2d, e2dd = direction_in(b, kin, acc, F, lp.succ, l2)
         emit(cross(b, e2, e1) + [0.0, 0.0, 0.0], b.dot(e1, e2), b.add(b.dot(e1d, e2), b.dot(e1, e2d)),
              b.sum(b.dot(e1dd, e2), b.mul(2.0, b.dot(e1d, e2d)), b.dot(e1, e2dd)))
+
+    def point_block() -> None:
+        """x_p·d, y_p·d, z_p·d premultiplied by Q, q_kj = x_s,k · x_p,j: the same system, with rows along the
+        successor's axes, so that their T are constants in its frame; their k are x_s,k · G (point_g)."""
+        E = kin.relative(lp.pred, F).E
+        wb, _, alb, _ = motion(kin, acc, lp.pred)
+        G = point_g(b, d, dd, dA, mtv(b, E, wb), mtv(b, E, alb), alpha, beta)
+        Ss = _f(lp.anchor_succ)
+        for e in axes:
+            rows.append((cross(b, Ss, e) + e, lp.succ, b.dot(direction_in(b, kin, acc, F, lp.succ, e)[0], G)))
 
     u, w, a = tri
     match lp.joint:
         case "spherical":
-            for e in axes:
-                sep(e)
+            point_block()
         case "revolute":
-            for e in axes:
-                sep(e)
+            point_block()
             dirs(u, a), dirs(w, a)
         case "prismatic":
             sep(u), sep(w), dirs(u, a), dirs(w, a), dirs(u, w)
@@ -77,4 +156,4 @@ def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop) -> list[tuple[dict[int,
         case "distance":  # (d·d − L²)/2: T = [S × d; d]
             emit(cross(b, S, d) + d, b.mul(0.5, b.sub(b.dot(d, d), float(lp.length) ** 2)), b.dot(d, dd),
                  distance_accel(b, d, dd, dA))
-    return rows
+    return [(path_row(b, kin, lp.pred, lp.succ, T, G), k) for T, G, k in rows]

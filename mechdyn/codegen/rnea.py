@@ -81,20 +81,27 @@ def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec
     return al, mv(b, X.E, inner)
 
 
+def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True) -> dict[int, tuple[Vec3, Vec3]]:
+    """(α, a_O) of every body at qdd = 0, the base (key BASE) accelerating at −g: gravity as a fictitious
+    acceleration, which the difference of two points' accelerations cancels."""
+    g0: Vec3 = [-float(g) for g in kin.model.gravity]
+    acc = {BASE: ([0.0] * 3, g0 if gravity else [0.0] * 3)}
+    for i, bd in enumerate(kin.model.bodies):
+        acc[i] = accelerations(b, kin, i, *acc[bd.parent])
+    return acc
+
+
 def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]:
     """C such that H qdd + C = tau, for the model's gravity and the declared external forces."""
     model = kin.model
-    g0: Vec3 = [-float(g) for g in model.gravity]  # the base's fictitious acceleration
-    acc: list[tuple[Vec3, Vec3]] = []
+    acc = origin_accelerations(b, kin)
     f: list[Vec6] = []
     for i, bd in enumerate(model.bodies):
-        al_p, aO_p = ([0.0] * 3, g0) if bd.parent == BASE else acc[bd.parent]
-        al, aO = accelerations(b, kin, i, al_p, aO_p)
+        al, aO = acc[i]
         fi = body_force(b, bd, al, aO, kin.v[i][:3])
         if bd.fext:
             fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
             fi = vsub(b, fi, xf_force(b, kin.X0(i), fx))
-        acc.append((al, aO))
         f.append(fi)
     C: list[Val] = [0.0] * model.nv
     for i in range(model.nbody - 1, -1, -1):

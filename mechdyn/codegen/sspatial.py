@@ -87,6 +87,11 @@ def xf_compose(b: Builder, X1: Xf, X2: Xf) -> Xf:
     return Xf(mm(b, X1.E, X2.E), vadd(b, X2.r, mtv(b, X2.E, X1.r)))
 
 
+def xf_inverse(b: Builder, X: Xf) -> Xf:
+    """X⁻¹ = plux(Eᵀ, −E r): the old origin seen from the new frame."""
+    return Xf(transpose(X.E), [b.neg(x) for x in mv(b, X.E, X.r)])
+
+
 def xf_motion(b: Builder, X: Xf, m: Vec6) -> Vec6:
     """X·m for a motion vector: [E ω; E (v − r × ω)]."""
     w, v = m[:3], m[3:]
@@ -103,13 +108,6 @@ def xf_force_T(b: Builder, X: Xf, f: Vec6) -> Vec6:
     """Xᵀ·f, a force moved from the new frame back to the old: [Eᵀ n + r × Eᵀ f; Eᵀ f]."""
     fl = mtv(b, X.E, f[3:])
     return vadd(b, mtv(b, X.E, f[:3]), cross(b, X.r, fl)) + fl
-
-
-# -- motion cross product ------------------------------------------------------
-def crm(b: Builder, v: Vec6, m: Vec6) -> Vec6:
-    """v ×  m = [ω × μ; ω × ν + v × μ] for v = [ω; v], m = [μ; ν]."""
-    w, vl, mu, nu = v[:3], v[3:], m[:3], m[3:]
-    return cross(b, w, mu) + vadd(b, cross(b, w, nu), cross(b, vl, mu))
 
 
 # -- rigid-body inertias -------------------------------------------------------
