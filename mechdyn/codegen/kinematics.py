@@ -1,4 +1,4 @@
-"""Pass 1: per-body joint transforms, base transforms and velocities, symbolically.
+"""Pass 1: per-body joint transforms, base and body-to-body transforms, and velocities, symbolically.
 
 Shared by every generated function that needs the tree's kinematics (the
 dynamics and the observation function each run it in their own scope).

@@ -107,7 +107,7 @@ def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = T
     """loop_rows with every vector in frame F's coordinates (F a body or BASE), and the accelerations either the
     Newton–Euler pass's, gravity included, or a pass of their own without it."""
     model = kin.model
-    acc = origin_accelerations(b, kin, gravity)
+    acc = dict(origin_accelerations(b, kin, gravity))
     P, Pd, Pa = point_in(b, kin, acc, F, lp.pred, _f(lp.anchor_pred))
     S, Sd, Sa = point_in(b, kin, acc, F, lp.succ, _f(lp.anchor_succ))
     d, dd, dA = vsub(b, S, P), vsub(b, Sd, Pd), vsub(b, Sa, Pa)

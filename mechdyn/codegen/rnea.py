@@ -9,6 +9,8 @@ declared `fext 1`.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from mechdyn.core.model import BASE, Body
@@ -81,23 +83,26 @@ def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec
     return al, mv(b, X.E, inner)
 
 
-def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True) -> dict[int, tuple[Vec3, Vec3]]:
-    """(α, a_O) of every body at qdd = 0, the base (key BASE) accelerating at −g: gravity as a fictitious
-    acceleration, which the difference of two points' accelerations cancels."""
+def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True) -> Iterator[tuple[int, tuple[Vec3, Vec3]]]:
+    """(body, (α, a_O)) at qdd = 0, the base (BASE) first, accelerating at −g unless `gravity` is false: gravity as
+    a fictitious acceleration, which the difference of two points' accelerations cancels. Lazy, so that a
+    caller's per-body work is emitted beside each body's accelerations."""
     g0: Vec3 = [-float(g) for g in kin.model.gravity]
     acc = {BASE: ([0.0] * 3, g0 if gravity else [0.0] * 3)}
+    yield BASE, acc[BASE]
     for i, bd in enumerate(kin.model.bodies):
         acc[i] = accelerations(b, kin, i, *acc[bd.parent])
-    return acc
+        yield i, acc[i]
 
 
 def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]:
     """C such that H qdd + C = tau, for the model's gravity and the declared external forces."""
     model = kin.model
-    acc = origin_accelerations(b, kin)
     f: list[Vec6] = []
-    for i, bd in enumerate(model.bodies):
-        al, aO = acc[i]
+    for i, (al, aO) in origin_accelerations(b, kin):
+        if i == BASE:
+            continue
+        bd = model.bodies[i]
         fi = body_force(b, bd, al, aO, kin.v[i][:3])
         if bd.fext:
             fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
