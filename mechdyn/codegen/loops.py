@@ -90,8 +90,9 @@ def direction_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, l
 
 
 def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop) -> list[tuple[dict[int, Val], Val]]:
-    """[(K row as {v slot: value}, k entry)] for one loop, rows in the documented order, written in whichever
-    of the predecessor's, the successor's and the base's frames costs the fewest new operations."""
+    """[(K row as {v slot: value}, k entry)] for one loop, rows in the documented order (a point joint's three
+    premultiplied by Q), written in whichever frame and with whichever accelerations cost the fewest new
+    operations, each tried in a fork of the builder."""
     frames = dict.fromkeys((*kin.model.support(lp.pred), *kin.model.support(lp.succ), BASE))
     ways = [(F, gravity) for F in frames for gravity in (True, False)]
 
