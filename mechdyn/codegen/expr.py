@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Union
 
-from . import trig
+from . import schedule, trig
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +119,9 @@ class Builder:
         """The input slots whose sine and cosine the statements use, in lane order."""
         return list(self._trig)
 
-    def finish(self, sincos: bool = True) -> tuple[list[str], Counter[str]]:
-        """The live statements in order, headed by the sincos batch unless `sincos` is false, and the count of
-        each live operation (dead temporaries dropped)."""
+    def finish(self, sincos: bool = True, scheduled: bool = False) -> tuple[list[str], Counter[str]]:
+        """The live statements, headed by the sincos batch unless `sincos` is false, in the order emitted or, if
+        `scheduled`, in schedule.py's order; and the count of each live operation (dead temporaries dropped)."""
         live: set[str] = set()
         keep = [False] * len(self._stmts)
         for k in range(len(self._stmts) - 1, -1, -1):
@@ -129,8 +129,11 @@ class Builder:
             if name is None or name in live:
                 keep[k] = True
                 live.update(uses)
-        lines = [st[1] for st, kp in zip(self._stmts, keep) if kp]
-        ops = Counter(st[2] for st, kp in zip(self._stmts, keep) if kp and st[0] is not None)
+        kept = [st for st, kp in zip(self._stmts, keep) if kp]
+        if scheduled:
+            kept = [kept[k] for k in schedule.schedule([schedule.Stmt(n, op, uses) for n, _, op, uses in kept])]
+        lines = [st[1] for st in kept]
+        ops = Counter(st[2] for st in kept if st[0] is not None)
         if self._trig:
             lines = (trig.batch(self.angles) if sincos else []) + lines
             ops["sincos"] = len(self._trig)

@@ -34,7 +34,7 @@ from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "4"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "5"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Generated:
 
 def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
     """The statements of fwd_dyn (kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system with
-    loops) without their sincos batch, the operation counts, and the angles of the batch."""
+    loops), scheduled (schedule.py), without their sincos batch; the operation counts; the angles of the batch."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder()
@@ -71,7 +71,7 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
         qdd = ltdl_solve(b, L, Dinv, lam, rhs)
     for i, x in enumerate(qdd):
         b.store(f"qdd[{i}]", x)
-    return (*b.finish(sincos=False), b.angles)
+    return (*b.finish(sincos=False, scheduled=True), b.angles)
 
 
 def observe_body(model: Model) -> list[str]:

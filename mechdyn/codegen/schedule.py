@@ -1,0 +1,92 @@
+"""Pass 7: the order of fwd_dyn's straight-line statements, for the core rather than for the reader.
+
+Emitted in the order the passes build them (H, then C, then the solve), the
+factorization's chain of divisions starts only after all of C, and the core
+waits on it. gcc does not schedule before register allocation on x86, so the
+order is chosen here, by list scheduling (Goodman and Hsu's integrated
+prepass heuristic):
+
+- among the statements whose operands are ready, take the one with the
+  longest latency-weighted path to the end (its height), so long chains start
+  early and the rest of the work fills their latency;
+- while REGISTERS values are live, take instead the one that frees the most,
+  so the order does not buy latency with spills.
+
+A small function is one scheduling window; a large one is scheduled WINDOW
+statements at a time, in the original order, because hoisting a long chain
+over thousands of statements stretched the live ranges past what the
+register heuristic repairs (halfcar and hmmwv ran 5 to 28 % slower). The
+constants are set from timings of the models in models/ (bench, elbow
+106 -> 90 ns, satellite 84 -> 74, halfcar 464 -> 418).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LATENCY = {"+": 3, "-": 3, "*": 3, "/": 13, "sqrt": 20}  # cycles, AMD Zen 3; anything else 1
+REGISTERS = 12  # of the 16 vector registers, leaving room for the compiler's own temporaries
+WHOLE = 2000  # a function up to this many statements is one window
+WINDOW = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    name: str | None  # the temporary it defines, None for a store
+    op: str  # "+", "-", "*", "/", "sqrt", or "" for a store
+    uses: tuple[str, ...]
+
+
+def heights(stmts: list[Stmt]) -> list[int]:
+    """Each statement's latency-weighted longest path to the end of the function."""
+    users: dict[str, list[int]] = {}
+    for k, s in enumerate(stmts):
+        for u in set(s.uses):
+            users.setdefault(u, []).append(k)
+    h = [0] * len(stmts)
+    for k in range(len(stmts) - 1, -1, -1):
+        s = stmts[k]
+        h[k] = LATENCY.get(s.op, 1) + max((h[j] for j in users.get(s.name, ())), default=0) if s.name else 1
+    return h
+
+
+def schedule(stmts: list[Stmt]) -> list[int]:
+    """A permutation of range(len(stmts)) in which every statement follows the statements defining its uses."""
+    index = {s.name: k for k, s in enumerate(stmts) if s.name}
+    users: list[list[int]] = [[] for _ in stmts]
+    waiting = [0] * len(stmts)  # operands not yet defined
+    remaining: dict[str, int] = {}  # uses not yet scheduled, per defined temporary
+    for k, s in enumerate(stmts):
+        for u in set(s.uses):
+            if u in index:
+                users[index[u]].append(k)
+                waiting[k] += 1
+                remaining[u] = remaining.get(u, 0) + 1
+    h = heights(stmts)
+    window = len(stmts) if len(stmts) <= WHOLE else WINDOW
+    ready = {k for k in range(len(stmts)) if waiting[k] == 0}
+    done = [False] * len(stmts)
+    order: list[int] = []
+    first, live = 0, 0  # the earliest unscheduled statement; values defined and still needed
+
+    def frees(k: int) -> int:  # live values after k minus before
+        s = stmts[k]
+        return sum(remaining.get(u) == 1 for u in set(s.uses)) - (s.name in remaining)
+
+    while ready:
+        while done[first]:
+            first += 1
+        near = [k for k in ready if k < first + window] or [min(ready)]
+        k = max(near, key=(lambda k: (frees(k), h[k], -k)) if live >= REGISTERS else (lambda k: (h[k], -k)))
+        ready.remove(k)
+        done[k] = True
+        order.append(k)
+        for u in set(stmts[k].uses):
+            if u in remaining:
+                remaining[u] -= 1
+                live -= remaining[u] == 0
+        live += stmts[k].name in remaining and remaining[stmts[k].name] > 0
+        for j in users[k]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready.add(j)
+    return order
