@@ -77,6 +77,11 @@ def test_live_values_stay_near_the_register_budget():
     assert peak <= REGISTERS + 1
 
 
+def test_large_functions_keep_the_emitted_order():
+    stmts = [Stmt(f"t{k}", "/", (f"t{k - 1}",) if k else ()) for k in range(schedule.WHOLE + 1)]
+    assert schedule.schedule(stmts) == list(range(len(stmts)))
+
+
 def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatch):
     """A scheduler that orders by height alone, dependencies ignored: the C compiler refuses the use of a
     temporary before its definition, so the module is never built."""

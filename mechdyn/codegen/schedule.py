@@ -12,12 +12,12 @@ prepass heuristic):
 - while REGISTERS values are live, take instead the one that frees the most,
   so the order does not buy latency with spills.
 
-A small function is one scheduling window; a large one is scheduled WINDOW
-statements at a time, in the original order, because hoisting a long chain
-over thousands of statements stretched the live ranges past what the
-register heuristic repairs (halfcar and hmmwv ran 5 to 28 % slower). The
-constants are set from timings of the models in models/ (bench, elbow
-106 -> 90 ns, satellite 84 -> 74, halfcar 464 -> 418).
+Functions of more than WHOLE statements keep the emitted order: there the
+height pulls many long chains forward at once and their live ranges outgrow
+what the register heuristic repairs (hmmwv's spanning tree 374 -> 561 ns
+scheduled whole, 434 ns in windows of 200 statements). The constants are set
+from timings of the models in models/ (`mechdyn bench`: elbow 112 -> 95 ns,
+satellite 88 -> 75, rrrs 143 -> 124, quartercar 207 -> 190).
 """
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 LATENCY = {"+": 3, "-": 3, "*": 3, "/": 13, "sqrt": 20}  # cycles, AMD Zen 3; anything else 1
 REGISTERS = 12  # of the 16 vector registers, leaving room for the compiler's own temporaries
-WHOLE = 2000  # a function up to this many statements is one window
-WINDOW = 200
+WHOLE = 2000  # larger functions keep the emitted order
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +50,8 @@ def heights(stmts: list[Stmt]) -> list[int]:
 
 def schedule(stmts: list[Stmt]) -> list[int]:
     """A permutation of range(len(stmts)) in which every statement follows the statements defining its uses."""
+    if len(stmts) > WHOLE:
+        return list(range(len(stmts)))
     index = {s.name: k for k, s in enumerate(stmts) if s.name}
     users: list[list[int]] = [[] for _ in stmts]
     waiting = [0] * len(stmts)  # operands not yet defined
@@ -62,23 +63,17 @@ def schedule(stmts: list[Stmt]) -> list[int]:
                 waiting[k] += 1
                 remaining[u] = remaining.get(u, 0) + 1
     h = heights(stmts)
-    window = len(stmts) if len(stmts) <= WHOLE else WINDOW
     ready = {k for k in range(len(stmts)) if waiting[k] == 0}
-    done = [False] * len(stmts)
     order: list[int] = []
-    first, live = 0, 0  # the earliest unscheduled statement; values defined and still needed
+    live = 0  # values defined and still needed
 
     def frees(k: int) -> int:  # live values after k minus before
         s = stmts[k]
         return sum(remaining.get(u) == 1 for u in set(s.uses)) - (s.name in remaining)
 
     while ready:
-        while done[first]:
-            first += 1
-        near = [k for k in ready if k < first + window] or [min(ready)]
-        k = max(near, key=(lambda k: (frees(k), h[k], -k)) if live >= REGISTERS else (lambda k: (h[k], -k)))
+        k = max(ready, key=(lambda k: (frees(k), h[k], -k)) if live >= REGISTERS else (lambda k: (h[k], -k)))
         ready.remove(k)
-        done[k] = True
         order.append(k)
         for u in set(stmts[k].uses):
             if u in remaining:
