@@ -150,10 +150,9 @@ FRAMES = {"predecessor": lambda m, lp: lp.pred, "successor": lambda m, lp: lp.su
 
 
 def _force_frame(monkeypatch, pick):
-    """loop_rows writing every loop in the frame `pick` names instead of the cheapest."""
-    monkeypatch.setattr(gloops, "loop_rows", lambda b, kin, lp: gloops.rows_in(b, kin, lp, pick(kin.model, lp)))
+    """The generator writing every loop in the frame `pick` names instead of the cheapest."""
     import mechdyn.codegen.generate as gen
-    monkeypatch.setattr(gen, "loop_rows", gloops.loop_rows)
+    monkeypatch.setattr(gen, "loop_rows", lambda b, kin, lp: gloops.rows_in(b, kin, lp, pick(kin.model, lp)))
 
 
 @pytest.mark.parametrize("frame", FRAMES)

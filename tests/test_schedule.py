@@ -83,10 +83,9 @@ def test_large_functions_keep_the_emitted_order():
 
 
 def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatch):
-    """A scheduler that orders by height alone, dependencies ignored: the C compiler refuses the use of a
-    temporary before its definition, so the module is never built."""
+    """A scheduler that ignores dependencies (here, the emitted order reversed): the C compiler refuses the use
+    of a temporary before its definition, so the module is never built."""
     monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
-    monkeypatch.setattr(schedule, "schedule",
-                        lambda stmts: sorted(range(len(stmts)), key=lambda k: schedule.heights(stmts)[k]))
+    monkeypatch.setattr(schedule, "schedule", lambda stmts: list(range(len(stmts) - 1, -1, -1)))
     with pytest.raises(BuildError, match="undeclared"):
         mechdyn.load(load_model("threelink"))

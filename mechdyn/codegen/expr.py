@@ -103,16 +103,23 @@ class Builder:
         f._stmts, f._table, f._affine, f._trig = list(self._stmts), dict(self._table), dict(self._affine), dict(self._trig)
         return f
 
+    def _needed(self, since: int, roots: set[str], stores: bool) -> list[bool]:
+        """Which statements after the first `since` the temporaries in `roots` (and, if `stores`, every
+        store) need, by a backward walk."""
+        need = set(roots)
+        keep = [False] * (len(self._stmts) - since)
+        for k in range(len(keep) - 1, -1, -1):
+            name, _, _, uses = self._stmts[since + k]
+            if (stores and name is None) or name in need:
+                keep[k] = True
+                need.update(uses)
+        return keep
+
     def cost(self, outputs: list[Val], since: int) -> int:
         """The counted operations (OPS_COUNTED) that `outputs` need among the statements emitted after the
         first `since`: what emitting them cost, given everything before."""
-        need = {x.name for x in outputs if isinstance(x, Sym)}
-        n = 0
-        for name, _, op, uses in reversed(self._stmts[since:]):
-            if name in need:
-                need.update(uses)
-                n += op in OPS_COUNTED
-        return n
+        keep = self._needed(since, {x.name for x in outputs if isinstance(x, Sym)}, stores=False)
+        return sum(kp and st[2] in OPS_COUNTED for st, kp in zip(self._stmts[since:], keep))
 
     @property
     def angles(self) -> list[str]:
@@ -122,14 +129,7 @@ class Builder:
     def finish(self, sincos: bool = True, scheduled: bool = False) -> tuple[list[str], Counter[str]]:
         """The live statements, headed by the sincos batch unless `sincos` is false, in the order emitted or, if
         `scheduled`, in schedule.py's order; and the count of each live operation (dead temporaries dropped)."""
-        live: set[str] = set()
-        keep = [False] * len(self._stmts)
-        for k in range(len(self._stmts) - 1, -1, -1):
-            name, _, _, uses = self._stmts[k]
-            if name is None or name in live:
-                keep[k] = True
-                live.update(uses)
-        kept = [st for st, kp in zip(self._stmts, keep) if kp]
+        kept = [st for st, kp in zip(self._stmts, self._needed(0, set(), stores=True)) if kp]
         if scheduled:
             kept = [kept[k] for k in schedule.schedule([schedule.Stmt(n, op, uses) for n, _, op, uses in kept])]
         lines = [st[1] for st in kept]

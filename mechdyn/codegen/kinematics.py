@@ -122,11 +122,10 @@ class TreeKinematics:
             out.append(vadd(b, vp, self.vJ(i)))
         return out
 
-    def point(self, body: int, local: Vec3) -> tuple[Vec3, Vec3]:
-        """World position and velocity of a body-fixed point (body may be BASE)."""
-        if body == BASE:
-            return [float(x) for x in local], list(ZERO3)
-        b, X = self.b, self.X0(body)
-        p = vadd(b, X.r, mtv(b, X.E, local))  # r0 + R c
-        w, vo = self.v[body][:3], self.v[body][3:]
-        return p, mtv(b, X.E, vadd(b, vo, cross(b, w, local)))  # R (v + ω × c)
+    def point(self, body: int, local: Vec3, F: int = BASE) -> tuple[Vec3, Vec3]:
+        """Position (from F's origin) and world velocity of a body-fixed point, in frame F's coordinates (body
+        and F may be BASE): r + Eᵀ p and Eᵀ (v_O + ω × p) with (E, r) = X_{body←F}."""
+        b, X = self.b, self.relative(body, F)
+        p = vadd(b, X.r, mtv(b, X.E, local))
+        w, vo = ([0.0] * 3, [0.0] * 3) if body == BASE else (self.v[body][:3], self.v[body][3:])
+        return p, mtv(b, X.E, vadd(b, vo, cross(b, w, local)))

@@ -63,28 +63,26 @@ def point_g(b: Builder, d: Vec3, dd: Vec3, dA: Vec3, w: Vec3, al: Vec3, alpha: f
     return vsub(b, vsub(b, scale(b, 2 * alpha, wd), accel), vadd(b, scale(b, 2 * alpha, dd), scale(b, beta * beta, d)))
 
 
-def motion(kin: TreeKinematics, acc: Acc, body: int) -> tuple[Vec3, Vec3, Vec3, Vec3]:
-    """(ω, v_O, α, a_O) of a body (or the base) in its own coordinates at qdd = 0."""
-    al, aO = acc[body]
-    w, v = ([0.0] * 3, [0.0] * 3) if body == BASE else (kin.v[body][:3], kin.v[body][3:])
-    return w, v, al, aO
+def motion(kin: TreeKinematics, acc: Acc, body: int) -> tuple[Vec3, Vec3]:
+    """(ω, α) of a body (or the base) in its own coordinates at qdd = 0."""
+    return ([0.0] * 3 if body == BASE else kin.v[body][:3]), acc[body][0]
 
 
 def point_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, local: Vec3) -> tuple[Vec3, Vec3, Vec3]:
-    """A body-fixed point's position from F's origin, its velocity and its acceleration at qdd = 0, all in
-    F's coordinates: r + Eᵀ p, Eᵀ (v_O + ω × p), Eᵀ (a_O + α × p + ω × (ω × p)) with (E, r) = X_{body←F}."""
-    X = kin.relative(body, F)
-    w, v, al, aO = motion(kin, acc, body)
+    """A body-fixed point's position from F's origin, its velocity (kin.point) and its acceleration at qdd = 0,
+    Eᵀ (a_O + α × p + ω × (ω × p)) with E from X_{body←F}, all in F's coordinates."""
+    E = kin.relative(body, F).E
+    w, al = motion(kin, acc, body)
+    aO = acc[body][1]
     p = [float(x) for x in local]
     ww_p = quadratic(b, lambda u: np.cross(u, np.cross(u, p)), w, lambda u: cross(b, u, cross(b, u, p)))
-    return (vadd(b, X.r, mtv(b, X.E, p)), mtv(b, X.E, vadd(b, v, cross(b, w, p))),
-            mtv(b, X.E, vadd(b, aO, vadd(b, cross(b, al, p), ww_p))))
+    return (*kin.point(body, p, F), mtv(b, E, vadd(b, aO, vadd(b, cross(b, al, p), ww_p))))
 
 
 def direction_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, local: Vec3) -> tuple[Vec3, Vec3, Vec3]:
     """A body-fixed direction, its rate and its acceleration at qdd = 0, in F's coordinates."""
     E = kin.relative(body, F).E
-    w, _, al, _ = motion(kin, acc, body)
+    w, al = motion(kin, acc, body)
     wl = cross(b, w, local)
     return mtv(b, E, local), mtv(b, E, wl), mtv(b, E, vadd(b, cross(b, al, local), cross(b, w, wl)))
 
@@ -134,9 +132,9 @@ def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = T
     def point_block() -> None:
         """x_p·d, y_p·d, z_p·d premultiplied by Q, q_kj = x_s,k · x_p,j: the same system, with rows along the
         successor's axes, so that their T are constants in its frame; their k are x_s,k · G (point_g)."""
-        E = kin.relative(lp.pred, F).E
-        wb, _, alb, _ = motion(kin, acc, lp.pred)
-        G = point_g(b, d, dd, dA, mtv(b, E, wb), mtv(b, E, alb), alpha, beta)
+        Ep = kin.relative(lp.pred, F).E
+        wb, alb = motion(kin, acc, lp.pred)
+        G = point_g(b, d, dd, dA, mtv(b, Ep, wb), mtv(b, Ep, alb), alpha, beta)
         Ss = _f(lp.anchor_succ)
         for e in axes:
             rows.append((cross(b, Ss, e) + e, lp.succ, b.dot(direction_in(b, kin, acc, F, lp.succ, e)[0], G)))

@@ -35,16 +35,12 @@ class Stmt:
     uses: tuple[str, ...]
 
 
-def heights(stmts: list[Stmt]) -> list[int]:
-    """Each statement's latency-weighted longest path to the end of the function."""
-    users: dict[str, list[int]] = {}
-    for k, s in enumerate(stmts):
-        for u in set(s.uses):
-            users.setdefault(u, []).append(k)
+def heights(stmts: list[Stmt], users: list[list[int]]) -> list[int]:
+    """Each statement's latency-weighted longest path to the end of the function (users[k]: the statements
+    reading statement k's temporary)."""
     h = [0] * len(stmts)
     for k in range(len(stmts) - 1, -1, -1):
-        s = stmts[k]
-        h[k] = LATENCY.get(s.op, 1) + max((h[j] for j in users.get(s.name, ())), default=0) if s.name else 1
+        h[k] = LATENCY.get(stmts[k].op, 1) + max((h[j] for j in users[k]), default=0)
     return h
 
 
@@ -62,7 +58,7 @@ def schedule(stmts: list[Stmt]) -> list[int]:
                 users[index[u]].append(k)
                 waiting[k] += 1
                 remaining[u] = remaining.get(u, 0) + 1
-    h = heights(stmts)
+    h = heights(stmts, users)
     ready = {k for k in range(len(stmts)) if waiting[k] == 0}
     order: list[int] = []
     live = 0  # values defined and still needed
