@@ -6,7 +6,7 @@ import pytest
 import mechdyn
 from mechdyn.codegen import schedule
 from mechdyn.codegen.build import BuildError
-from mechdyn.codegen.expr import Builder
+from mechdyn.codegen.expr import Builder, Sym
 from mechdyn.codegen.schedule import REGISTERS, Stmt
 from mechdyn.core.parse import load_model
 
@@ -89,3 +89,56 @@ def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatc
     monkeypatch.setattr(schedule, "schedule", lambda stmts: list(range(len(stmts) - 1, -1, -1)))
     with pytest.raises(BuildError, match="undeclared"):
         mechdyn.load(load_model("threelink"))
+
+
+def _critical_path(name: str) -> int:
+    """The latency-weighted longest path through fwd_dyn's statements (cycles after the sincos batch)."""
+    from mechdyn.codegen.generate import dynamics_body
+    built: list[Builder] = []
+    finish = Builder.finish
+
+    def capture(self, *args, **kw):
+        built.append(self)
+        return finish(self, *args, **kw)
+
+    Builder.finish = capture
+    try:
+        dynamics_body(load_model(name))
+    finally:
+        Builder.finish = finish
+    b = built[0]
+    stmts = [s for s, keep in zip(_stmts(b), b._needed(0, set(), stores=True)) if keep]
+    index = {s.name: k for k, s in enumerate(stmts) if s.name}
+    users: list[list[int]] = [[] for _ in stmts]
+    for k, s in enumerate(stmts):
+        for u in set(s.uses):
+            if u in index:
+                users[index[u]].append(k)
+    return max(schedule.heights(stmts, users))
+
+
+def test_sum_adds_the_late_term_last():
+    """Builder.sum pairs the earliest-ready terms first: a term at the end of a chain of products waits for one
+    addition, where a left fold would have made it wait for three."""
+    b = Builder()
+    late = b.mul(b.mul(b.mul(Sym("q[0]"), Sym("q[1]")), Sym("q[2]")), Sym("q[3]"))  # ready at cycle 9
+    s = b.sum(late, Sym("x[0]"), Sym("x[1]"), Sym("x[2]"))
+    assert b.ready(s) == b.ready(late) + schedule.LATENCY["+"]
+    assert late.name in b._stmts[-1][3]
+
+
+def test_planted_left_fold_lengthens_the_critical_path(monkeypatch):
+    """The sums (Builder.sum, the LᵀDL's and the KKT solve's collected terms) shorten elbow's longest chain;
+    a planted left fold in Builder.sum puts the Newton–Euler result back at the head of the solve's chains."""
+    huffman = _critical_path("elbow")
+
+    def left_fold(self, *xs):
+        acc = 0.0
+        for x in xs:
+            acc = self.add(acc, x)
+        return acc
+
+    monkeypatch.setattr(Builder, "sum", left_fold)
+    folded = _critical_path("elbow")
+    print(f"elbow's critical path: {huffman} cycles with Builder.sum, {folded} with a left fold")
+    assert folded >= huffman + 20

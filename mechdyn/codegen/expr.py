@@ -11,13 +11,17 @@ slot such as `q[3]` or a temporary `t17`. Arithmetic on them goes through a
 - hash-conses every operation, so an identical subexpression anywhere in the
   function is emitted once;
 - emits each operation as one `const double tN = ...;` line and returns a
-  reference to it, so later stages name results instead of re-expanding them.
+  reference to it, so later stages name results instead of re-expanding them;
+- tracks when each value is ready on a core without limits, so that a sum of
+  several terms adds the late ones last (the scheduler, schedule.py, can
+  reorder statements but cannot reassociate them).
 
 Every line is a single operation, so the generator's cost is linear in the
 size of the emitted code and the flop count is exact.
 """
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from dataclasses import dataclass
 from typing import Union
@@ -73,6 +77,7 @@ class Builder:
         self._table: dict[tuple, Sym] = {}
         self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
         self._trig: dict[str, int] = {}  # input slot -> its lane in the sincos batch
+        self._ready: dict[str, int] = {}  # temporary -> cycle its value is ready, unlimited cores (schedule.LATENCY)
 
     # -- emission --------------------------------------------------------
     def _emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
@@ -82,6 +87,7 @@ class Builder:
             return hit
         s = Sym(f"{self.prefix}{len(self._table)}")
         self._table[key] = s
+        self._ready[s.name] = schedule.LATENCY.get(op, 1) + max((self.ready(u) for u in uses), default=0)
         self._stmts.append((s.name, f"const double {s.name} = {text};", op,
                             tuple(u.name for u in uses if isinstance(u, Sym))))
         return s
@@ -101,6 +107,7 @@ class Builder:
         """A copy to try an emission on: what it emits, the original never sees."""
         f = Builder(self.prefix)
         f._stmts, f._table, f._affine, f._trig = list(self._stmts), dict(self._table), dict(self._affine), dict(self._trig)
+        f._ready = dict(self._ready)
         return f
 
     def _needed(self, since: int, roots: set[str], stores: bool) -> list[bool]:
@@ -230,12 +237,30 @@ class Builder:
         return name.startswith(self.prefix) and name[len(self.prefix):].isdigit()
 
     # -- small compounds -------------------------------------------------
+    def ready(self, x: Val) -> int:
+        """The cycle at which x is ready on a core without limits: 0 for constants and inputs, the sincos batch's
+        latency for a sine or cosine, otherwise the latest operand plus the operation's latency."""
+        if isinstance(x, float):
+            return 0
+        if x.name in self._ready:
+            return self._ready[x.name]
+        return trig.LATENCY if trig.is_lane(x.name) else 0
+
     def sum(self, *xs: Val) -> Val:
-        """Left fold of add over xs (zeros vanish)."""
-        acc: Val = 0.0
-        for x in xs:
-            acc = self.add(acc, x)
-        return acc
+        """The sum of xs (zeros vanish), the two earliest-ready terms added first (Huffman's rule on ready
+        cycles), so a late term waits for one addition, not for the whole chain."""
+        heap = [(self.ready(x), k, x) for k, x in enumerate(xs) if x != 0.0]
+        if not heap:
+            return 0.0
+        heapq.heapify(heap)
+        n = len(xs)  # tie-breaks stay unique, so two values are never compared
+        while len(heap) > 1:
+            _, _, x = heapq.heappop(heap)
+            _, _, y = heapq.heappop(heap)
+            s = self.add(x, y)
+            heapq.heappush(heap, (self.ready(s), n, s))
+            n += 1
+        return heap[0][2]
 
     def dot(self, a: list[Val], b: list[Val]) -> Val:
         return self.sum(*(self.mul(x, y) for x, y in zip(a, b)))

@@ -92,42 +92,43 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
     nv = len(rhs)
     pos = {node: p for p, node in enumerate(order)}
     at = lambda kind, idx: pos[kind, idx]  # noqa: E731
-    M: list[dict[int, Val]] = [{} for _ in order]  # M[j][i]: entry (i, j) with i >= j, permuted
+    # T[j][i]: the terms of entry (i, j), i >= j, permuted; an entry is summed (Builder.sum) when its column is
+    # pivoted, so a late term waits for one addition, and an exact cancellation frees the slot then
+    T: list[dict[int, list[Val]]] = [{} for _ in order]
 
     def put(p: int, q: int, x: Val) -> None:
-        i, j = max(p, q), min(p, q)
-        if x == 0.0:
-            M[j].pop(i, None)  # an exact cancellation frees the slot
-        else:
-            M[j][i] = x
+        if x != 0.0:
+            T[min(p, q)].setdefault(max(p, q), []).append(x)
 
     for (i, j), x in H.items():
         put(at("v", i), at("v", j), x)
     for r, (Krow, _) in enumerate(rows):
         for s, x in Krow.items():
             put(at("c", r), at("v", s), x)
-    y: list[Val] = [rhs[idx] if kind == "v" else rows[idx][1] for kind, idx in order]
+    z: list[list[Val]] = [[rhs[idx] if kind == "v" else rows[idx][1]] for kind, idx in order]
     L: list[dict[int, Val]] = []
     Dinv: list[Val] = []
+    y: list[Val] = []
     for k, (kind, idx) in enumerate(order):
-        d = M[k].pop(k, 0.0)
+        col = {i: v for i, ts in sorted(T[k].items()) if (v := b.sum(*ts)) != 0.0}
+        d = col.pop(k, 0.0)
         if d == 0.0:
             what = "constraint row" if kind == "c" else "coordinate"
             raise ValueError(f"structural zero pivot at {what} {idx}: the rows are redundant or the elimination "
                              "order is wrong (close planar loops with point-on-line, not revolute)")
         dinv = b.div(1.0, d)
-        below = sorted(M[k])
+        below = list(col)
         Lk: dict[int, Val] = {}
         for jj, j in enumerate(below):  # Schur update of the trailing block, column by column: M_ij -= L_jk M_ik
-            Lk[j] = b.mul(M[k][j], dinv)  # made just before its column's updates: shorter live ranges (fourbar −3 %)
+            Lk[j] = b.mul(col[j], dinv)  # made just before its column's updates: shorter live ranges (fourbar −3 %)
             for i in below[jj:]:
-                put(i, j, b.sub(M[j].get(i, 0.0), b.mul(Lk[j], M[k][i])))
+                put(i, j, b.neg(b.mul(Lk[j], col[i])))
         L.append(Lk)
         Dinv.append(dinv)
-    for k in range(len(order)):  # L z = y
-        for i, l in L[k].items():
-            y[i] = b.sub(y[i], b.mul(l, y[k]))
+        y.append(b.sum(*z[k]))  # L z = y
+        for i, l in Lk.items():
+            z[i].append(b.neg(b.mul(l, y[k])))
     x = [b.mul(y[k], Dinv[k]) for k in range(len(order))]
     for k in range(len(order) - 1, -1, -1):  # Lᵀ x = D⁻¹ z
-        x[k] = b.sub(x[k], b.dot(list(L[k].values()), [x[i] for i in L[k]]))
+        x[k] = b.sum(x[k], *(b.neg(b.mul(l, x[i])) for i, l in L[k].items()))
     return [x[at("v", s)] for s in range(nv)]

@@ -2,7 +2,9 @@
 
 Over the expanded parent array lam (the parent relation on velocity
 coordinates) the factorization has zero fill-in: L has exactly H's sparsity,
-so branch-induced zeros are never touched.
+so branch-induced zeros are never touched. Updates to an entry are collected
+and summed when the entry is needed (Builder.sum), not subtracted one at a
+time: elbow's longest chain 169 -> 141 cycles, 88.7 -> 84.2 ns.
 """
 from __future__ import annotations
 
@@ -43,18 +45,25 @@ def check_sparsity(H: dict[tuple[int, int], Val], lam: list[int]) -> None:
 
 
 def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int]) -> tuple[dict[tuple[int, int], Val], list[Val]]:
-    """H = Lᵀ D L in place: returns L's strictly-lower entries and 1/D."""
-    L = dict(H)
+    """H = Lᵀ D L: returns L's strictly-lower entries and 1/D. An entry's updates from the rows below it are
+    summed when its row is reached (Builder.sum), so a late H entry waits for one addition."""
+    terms: dict[tuple[int, int], list[Val]] = {ij: [h] for ij, h in H.items()}
+    L: dict[tuple[int, int], Val] = {}
     n = len(lam)
     Dinv: list[Val] = [0.0] * n
     for k in range(n - 1, -1, -1):
-        Dinv[k] = b.div(1.0, L[k, k])
+        row = {}  # row k of the updated H, unscaled
+        j = k
+        while j != -1:
+            row[j] = b.sum(*terms[k, j])
+            j = lam[j]
+        Dinv[k] = b.div(1.0, row[k])
         i = lam[k]
         while i != -1:
-            a = b.mul(L[k, i], Dinv[k])
+            a = b.mul(row[i], Dinv[k])
             j = i
             while j != -1:
-                L[i, j] = b.sub(L[i, j], b.mul(a, L[k, j]))
+                terms[i, j].append(b.neg(b.mul(a, row[j])))
                 j = lam[j]
             L[k, i] = a
             i = lam[i]
@@ -62,18 +71,24 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int]) -> tu
 
 
 def ltdl_solve(b: Builder, L: dict[tuple[int, int], Val], Dinv: list[Val], lam: list[int], rhs: list[Val]) -> list[Val]:
-    """x with Lᵀ D L x = rhs."""
+    """x with Lᵀ D L x = rhs. Each coordinate's terms are summed at once (Builder.sum), not subtracted one by
+    one as its descendants finish: the right-hand side, last out of the Newton–Euler pass, then waits for one
+    addition instead of a chain."""
     n = len(lam)
-    x = list(rhs)
+    terms: list[list[Val]] = [[rhs[i]] for i in range(n)]
+    y: list[Val] = [0.0] * n
     for i in range(n - 1, -1, -1):  # Lᵀ y = rhs
+        y[i] = b.sum(*terms[i])
         j = lam[i]
         while j != -1:
-            x[j] = b.sub(x[j], b.mul(L[i, j], x[i]))
+            terms[j].append(b.neg(b.mul(L[i, j], y[i])))
             j = lam[j]
-    x = [b.mul(x[i], Dinv[i]) for i in range(n)]
+    x: list[Val] = [0.0] * n
     for i in range(n):  # L x = D⁻¹ y
+        t = [b.mul(y[i], Dinv[i])]
         j = lam[i]
         while j != -1:
-            x[i] = b.sub(x[i], b.mul(L[i, j], x[j]))
+            t.append(b.neg(b.mul(L[i, j], x[j])))
             j = lam[j]
+        x[i] = b.sum(*t)
     return x
