@@ -34,7 +34,7 @@ from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "6"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "7"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)

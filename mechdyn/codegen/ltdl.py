@@ -2,9 +2,15 @@
 
 Over the expanded parent array lam (the parent relation on velocity
 coordinates) the factorization has zero fill-in: L has exactly H's sparsity,
-so branch-induced zeros are never touched. Updates to an entry are collected
-and summed when the entry is needed (Builder.sum), not subtracted one at a
-time: elbow's longest chain 169 -> 141 cycles, 88.7 -> 84.2 ns.
+so branch-induced zeros are never touched.
+
+The sums are associated for latency (the scheduler can reorder statements but
+not reassociate them). An entry's updates are collected and summed when the
+entry is needed (Builder.sum), and the back substitution subtracts the
+parent's term, ready last, last: elbow's longest chain 169 -> 141 cycles,
+88.9 -> 84.2 ns. Summing the back substitution's terms by Builder.sum too
+cost hmmwv's spanning tree 14 % (366 -> 419 ns; its 3,400 statements keep the
+emitted order, schedule.py) for no further gain on the arms.
 """
 from __future__ import annotations
 
@@ -71,9 +77,8 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int]) -> tu
 
 
 def ltdl_solve(b: Builder, L: dict[tuple[int, int], Val], Dinv: list[Val], lam: list[int], rhs: list[Val]) -> list[Val]:
-    """x with Lᵀ D L x = rhs. Each coordinate's terms are summed at once (Builder.sum), not subtracted one by
-    one as its descendants finish: the right-hand side, last out of the Newton–Euler pass, then waits for one
-    addition instead of a chain."""
+    """x with Lᵀ D L x = rhs. A coordinate's terms are summed at once (Builder.sum), not subtracted one by one
+    as its descendants finish: the right-hand side, last out of the Newton–Euler pass, waits for one addition."""
     n = len(lam)
     terms: list[list[Val]] = [[rhs[i]] for i in range(n)]
     y: list[Val] = [0.0] * n
@@ -83,12 +88,13 @@ def ltdl_solve(b: Builder, L: dict[tuple[int, int], Val], Dinv: list[Val], lam: 
         while j != -1:
             terms[j].append(b.neg(b.mul(L[i, j], y[i])))
             j = lam[j]
-    x: list[Val] = [0.0] * n
-    for i in range(n):  # L x = D⁻¹ y
-        t = [b.mul(y[i], Dinv[i])]
+    x = [b.mul(y[i], Dinv[i]) for i in range(n)]
+    for i in range(n):  # L x = D⁻¹ y, the ancestors root first
+        ancestors = []
         j = lam[i]
         while j != -1:
-            t.append(b.neg(b.mul(L[i, j], x[j])))
+            ancestors.append(j)
             j = lam[j]
-        x[i] = b.sum(*t)
+        for j in reversed(ancestors):
+            x[i] = b.sub(x[i], b.mul(L[i, j], x[j]))
     return x
