@@ -93,28 +93,10 @@ def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatc
 
 def _critical_path(name: str) -> int:
     """The latency-weighted longest path through fwd_dyn's statements (cycles after the sincos batch)."""
-    from mechdyn.codegen.generate import dynamics_body
-    built: list[Builder] = []
-    finish = Builder.finish
-
-    def capture(self, *args, **kw):
-        built.append(self)
-        return finish(self, *args, **kw)
-
-    Builder.finish = capture
-    try:
-        dynamics_body(load_model(name))
-    finally:
-        Builder.finish = finish
-    b = built[0]
+    from mechdyn.codegen.generate import dynamics_builder
+    b = dynamics_builder(load_model(name))
     stmts = [s for s, keep in zip(_stmts(b), b._needed(0, set(), stores=True)) if keep]
-    index = {s.name: k for k, s in enumerate(stmts) if s.name}
-    users: list[list[int]] = [[] for _ in stmts]
-    for k, s in enumerate(stmts):
-        for u in set(s.uses):
-            if u in index:
-                users[index[u]].append(k)
-    return max(schedule.heights(stmts, users))
+    return max(schedule.heights(stmts, schedule.readers(stmts)))
 
 
 def test_sum_adds_the_late_term_last():

@@ -50,9 +50,9 @@ class Generated:
         return sum(self.ops[o] for o in OPS_COUNTED)
 
 
-def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
-    """The statements of fwd_dyn (kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system with
-    loops), scheduled (schedule.py), without their sincos batch; the operation counts; the angles of the batch."""
+def dynamics_builder(model: Model) -> Builder:
+    """fwd_dyn as built, in pass order: kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system
+    with loops."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder()
@@ -71,6 +71,13 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
         qdd = ltdl_solve(b, L, Dinv, lam, rhs)
     for i, x in enumerate(qdd):
         b.store(f"qdd[{i}]", x)
+    return b
+
+
+def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
+    """The statements of fwd_dyn, scheduled (schedule.py), without their sincos batch; the operation counts; the
+    angles of the batch."""
+    b = dynamics_builder(model)
     return (*b.finish(sincos=False, scheduled=True), b.angles)
 
 

@@ -44,20 +44,27 @@ def heights(stmts: list[Stmt], users: list[list[int]]) -> list[int]:
     return h
 
 
-def schedule(stmts: list[Stmt]) -> list[int]:
-    """A permutation of range(len(stmts)) in which every statement follows the statements defining its uses."""
-    if len(stmts) > WHOLE:
-        return list(range(len(stmts)))
+def readers(stmts: list[Stmt]) -> list[list[int]]:
+    """For each statement, the statements that read the temporary it defines."""
     index = {s.name: k for k, s in enumerate(stmts) if s.name}
     users: list[list[int]] = [[] for _ in stmts]
-    waiting = [0] * len(stmts)  # operands not yet defined
-    remaining: dict[str, int] = {}  # uses not yet scheduled, per defined temporary
     for k, s in enumerate(stmts):
         for u in set(s.uses):
             if u in index:
                 users[index[u]].append(k)
-                waiting[k] += 1
-                remaining[u] = remaining.get(u, 0) + 1
+    return users
+
+
+def schedule(stmts: list[Stmt]) -> list[int]:
+    """A permutation of range(len(stmts)) in which every statement follows the statements defining its uses."""
+    if len(stmts) > WHOLE:
+        return list(range(len(stmts)))
+    users = readers(stmts)
+    waiting = [0] * len(stmts)  # operands not yet defined
+    for readers_of_k in users:
+        for j in readers_of_k:
+            waiting[j] += 1
+    remaining = {stmts[k].name: len(r) for k, r in enumerate(users) if r}  # uses not yet scheduled, per temporary
     h = heights(stmts, users)
     ready = {k for k in range(len(stmts)) if waiting[k] == 0}
     order: list[int] = []
