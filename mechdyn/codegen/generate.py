@@ -24,7 +24,7 @@ from .crba import mass_matrix
 from .elements import element_forces, tsda_state
 from .expr import OPS_COUNTED, Builder, Sym, Val
 from .kinematics import TreeKinematics
-from . import kkt
+from . import kkt, schedule
 from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, ltdl_factor, ltdl_solve
 from .rnea import bias_force
@@ -50,9 +50,9 @@ class Generated:
         return sum(self.ops[o] for o in OPS_COUNTED)
 
 
-def dynamics_builder(model: Model) -> Builder:
+def dynamics_builder(model: Model, eager: bool = False) -> Builder:
     """fwd_dyn as built, in pass order: kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system
-    with loops."""
+    with loops (`eager`: the LᵀDL's updates subtracted as they come, ltdl.py)."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder()
@@ -67,7 +67,7 @@ def dynamics_builder(model: Model) -> Builder:
         rows = [r for lp in model.loops for r in loop_rows(b, kin, lp)]
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:
-        L, Dinv = ltdl_factor(b, H, lam)
+        L, Dinv = ltdl_factor(b, H, lam, eager)
         qdd = ltdl_solve(b, L, Dinv, lam, rhs)
     for i, x in enumerate(qdd):
         b.store(f"qdd[{i}]", x)
@@ -78,7 +78,11 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
     """The statements of fwd_dyn, scheduled (schedule.py), without their sincos batch; the operation counts; the
     angles of the batch."""
     b = dynamics_builder(model)
-    return (*b.finish(sincos=False, scheduled=True), b.angles)
+    lines, ops = b.finish(sincos=False, scheduled=True)
+    if len(lines) > schedule.WHOLE and not model.loops:  # it keeps the emitted order: factor eagerly (ltdl.py)
+        b = dynamics_builder(model, eager=True)
+        lines, ops = b.finish(sincos=False, scheduled=True)
+    return lines, ops, b.angles
 
 
 def observe_body(model: Model) -> list[str]:
