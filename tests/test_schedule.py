@@ -22,10 +22,6 @@ def _respects_dependencies(stmts: list[Stmt], order: list[int]) -> bool:
     return sorted(order) == list(range(len(stmts)))
 
 
-def _stmts(b: Builder) -> list[Stmt]:
-    return [Stmt(n, op, uses) for n, _, op, uses in b._stmts]
-
-
 def test_random_dags_are_scheduled_in_a_valid_order():
     rng = random.Random(3)
     for trial in range(50):
@@ -48,7 +44,7 @@ def test_model_functions_are_scheduled_in_a_valid_order(name):
         b.store(f"H[{i}][{j}]", x)
     for i, x in enumerate(bias_force(b, kin)):
         b.store(f"C[{i}]", x)
-    stmts = _stmts(b)
+    stmts = b.live()
     assert _respects_dependencies(stmts, schedule.schedule(stmts))
 
 
@@ -94,8 +90,7 @@ def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatc
 def _critical_path(name: str) -> int:
     """The latency-weighted longest path through fwd_dyn's statements (cycles after the sincos batch)."""
     from mechdyn.codegen.generate import dynamics_builder
-    b = dynamics_builder(load_model(name))
-    stmts = [s for s, keep in zip(_stmts(b), b._needed(0, set(), stores=True)) if keep]
+    stmts = dynamics_builder(load_model(name)).live()
     return max(schedule.heights(stmts, schedule.readers(stmts)))
 
 

@@ -77,7 +77,7 @@ class Builder:
         self._table: dict[tuple, Sym] = {}
         self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
         self._trig: dict[str, int] = {}  # input slot -> its lane in the sincos batch
-        self._ready: dict[str, int] = {}  # temporary -> cycle its value is ready, unlimited cores (schedule.LATENCY)
+        self._ready: dict[str, int] = {}  # temporary or sincos lane -> cycle it is ready, unlimited cores
 
     # -- emission --------------------------------------------------------
     def _emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
@@ -133,10 +133,17 @@ class Builder:
         """The input slots whose sine and cosine the statements use, in lane order."""
         return list(self._trig)
 
+    def live(self) -> list[schedule.Stmt]:
+        """The statements the stores need, in emitted order, as the scheduler sees them."""
+        return [schedule.Stmt(n, op, uses) for n, _, op, uses in self._live()]
+
+    def _live(self) -> list[tuple[str | None, str, str, tuple[str, ...]]]:
+        return [st for st, kp in zip(self._stmts, self._needed(0, set(), stores=True)) if kp]
+
     def finish(self, sincos: bool = True, scheduled: bool = False) -> tuple[list[str], Counter[str]]:
         """The live statements, headed by the sincos batch unless `sincos` is false, in the order emitted or, if
         `scheduled`, in schedule.py's order; and the count of each live operation (dead temporaries dropped)."""
-        kept = [st for st, kp in zip(self._stmts, self._needed(0, set(), stores=True)) if kp]
+        kept = self._live()
         if scheduled:
             kept = [kept[k] for k in schedule.schedule([schedule.Stmt(n, op, uses) for n, _, op, uses in kept])]
         lines = [st[1] for st in kept]
@@ -231,6 +238,7 @@ class Builder:
             raise TypeError(f"sincos takes an input slot, not {c_text(a)}: the batch runs before any temporary")
         k = self._trig.setdefault(A.name, len(self._trig))
         s, c = Sym(trig.lane(k, "sn")), Sym(trig.lane(k, "cs"))
+        self._ready[s.name] = self._ready[c.name] = trig.LATENCY
         return (-s if na else s), c
 
     def _is_temporary(self, name: str) -> bool:
@@ -239,12 +247,9 @@ class Builder:
     # -- small compounds -------------------------------------------------
     def ready(self, x: Val) -> int:
         """The cycle at which x is ready on a core without limits: 0 for constants and inputs, the sincos batch's
-        latency for a sine or cosine, otherwise the latest operand plus the operation's latency."""
-        if isinstance(x, float):
-            return 0
-        if x.name in self._ready:
-            return self._ready[x.name]
-        return trig.LATENCY if trig.is_lane(x.name) else 0
+        latency for a sine or cosine, otherwise the latest operand plus the operation's latency
+        (schedule.LATENCY)."""
+        return 0 if isinstance(x, float) else self._ready.get(x.name, 0)
 
     def sum(self, *xs: Val) -> Val:
         """The sum of xs (zeros vanish), the two earliest-ready terms added first (Huffman's rule on ready

@@ -78,11 +78,9 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
     """The statements of fwd_dyn, scheduled (schedule.py), without their sincos batch; the operation counts; the
     angles of the batch."""
     b = dynamics_builder(model)
-    lines, ops = b.finish(sincos=False, scheduled=True)
-    if len(lines) > schedule.WHOLE and not model.loops:  # it keeps the emitted order: factor eagerly (ltdl.py)
+    if not model.loops and schedule.keeps_emitted_order(len(b.live())):  # then factor eagerly (ltdl.py)
         b = dynamics_builder(model, eager=True)
-        lines, ops = b.finish(sincos=False, scheduled=True)
-    return lines, ops, b.angles
+    return (*b.finish(sincos=False, scheduled=True), b.angles)
 
 
 def observe_body(model: Model) -> list[str]:

@@ -76,7 +76,10 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
             j = i
             while j != -1:
                 update = b.neg(b.mul(a, row[j]))
-                terms[i, j] = [b.add(*terms[i, j], update)] if eager else [*terms[i, j], update]
+                if eager:
+                    terms[i, j] = [b.add(terms[i, j][0], update)]  # one running value
+                else:
+                    terms[i, j].append(update)
                 j = lam[j]
             L[k, i] = a
             i = lam[i]

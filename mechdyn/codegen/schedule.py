@@ -55,9 +55,14 @@ def readers(stmts: list[Stmt]) -> list[list[int]]:
     return users
 
 
+def keeps_emitted_order(n: int) -> bool:
+    """Whether a function of n statements is left in the order the passes emitted it (see WHOLE)."""
+    return n > WHOLE
+
+
 def schedule(stmts: list[Stmt]) -> list[int]:
     """A permutation of range(len(stmts)) in which every statement follows the statements defining its uses."""
-    if len(stmts) > WHOLE:
+    if keeps_emitted_order(len(stmts)):
         return list(range(len(stmts)))
     users = readers(stmts)
     waiting = [0] * len(stmts)  # operands not yet defined

@@ -70,12 +70,7 @@ def lane(k: int, prefix: str) -> str:
 
 
 LANE_NAME = re.compile(r"\b(sn|cs)(\d+)\[(\d+)\]")  # prefix, vector, lane of a name made by lane()
-LATENCY = 45  # cycles from the angles to md_sincos4's results, its longest chain on AMD Zen 3
-
-
-def is_lane(name: str) -> bool:
-    """Whether `name` is a lane of the batch (made by lane())."""
-    return LANE_NAME.fullmatch(name) is not None
+LATENCY = 45  # cycles from the angles to md_sincos4's results: its longest chain, counted by hand for AMD Zen 3
 
 
 def batch(args: list[str]) -> list[str]:
