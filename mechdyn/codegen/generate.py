@@ -24,7 +24,7 @@ from .crba import mass_matrix
 from .elements import element_forces, tsda_state
 from .expr import OPS_COUNTED, Builder, Sym, Val
 from .kinematics import TreeKinematics
-from . import kkt, schedule
+from . import frames, kkt, schedule
 from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, ltdl_factor, ltdl_solve
 from .rnea import bias_force
@@ -34,7 +34,7 @@ from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "7"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "8"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -135,10 +135,11 @@ def find_function(model: Model) -> str:
 
 def generate(model: Model) -> Generated:
     """The C translation unit for `model`."""
-    body, ops, angles = dynamics_body(model)
+    framed = frames.slid(model)
+    body, ops, angles = dynamics_body(framed)
     dyn = sincos_batch(angles) + body
     nobs = observe_length(model)
-    obs = observe_body(model) if nobs else []
+    obs = observe_body(framed) if nobs else []
     nf, na = 6 * model.nbody, model.nact
     indent = lambda lines: "".join(f"    {ln}\n" for ln in lines)  # noqa: E731
     null_guards = []
