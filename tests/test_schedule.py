@@ -4,7 +4,7 @@ import random
 import pytest
 
 import mechdyn
-from mechdyn.codegen import schedule
+from mechdyn.codegen import frames, schedule
 from mechdyn.codegen.build import BuildError
 from mechdyn.codegen.expr import Builder, Sym
 from mechdyn.codegen.schedule import REGISTERS, Stmt
@@ -90,7 +90,7 @@ def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatc
 def _critical_path(name: str) -> int:
     """The latency-weighted longest path through fwd_dyn's statements (cycles after the sincos batch)."""
     from mechdyn.codegen.generate import dynamics_builder
-    stmts = dynamics_builder(load_model(name)).live()
+    stmts = dynamics_builder(frames.slid(load_model(name))).live()
     return max(schedule.heights(stmts, schedule.readers(stmts)))
 
 
