@@ -99,6 +99,19 @@ def test_large_tree_factors_eagerly_and_matches_dense(monkeypatch):
     assert compare.gen_vs_dense(mechdyn.load(model), 50).value < 1e-9
 
 
+def test_planted_eager_update_sign_is_caught(fresh_cache, monkeypatch):
+    """The eager LᵀDL path (trees past schedule.WHOLE statements; no model in models/ is one) gets its own planted
+    bug: an update added instead of subtracted there fails gen_vs_dense on hmmwv_pitman's spanning tree."""
+    from mechdyn.bench import spanning_tree
+    from mechdyn.codegen import ltdl
+    real = ltdl._update
+    monkeypatch.setattr(ltdl, "_update", lambda b, entry, update, eager:
+                        real(b, entry, b.neg(update) if eager else update, eager))
+    err = compare.gen_vs_dense(mechdyn.load(spanning_tree(load_model("hmmwv_pitman"))), 50).value
+    print(f"planted eager update sign: gen_vs_dense = {err:.3e}")
+    assert err > 1e-3
+
+
 # -- planted bugs: validation must catch each ---------------------------------
 def _gen_error(model_name: str) -> float:
     return compare.gen_vs_dense(mechdyn.load(model_name), TRIALS).value

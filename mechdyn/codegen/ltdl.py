@@ -52,6 +52,15 @@ def check_sparsity(H: dict[tuple[int, int], Val], lam: list[int]) -> None:
                              f"only in H {sorted(have - want)[:5]}")
 
 
+def _update(b: Builder, entry: list[Val], update: Val, eager: bool) -> None:
+    """Record one update of an H entry: kept for the sum at its row, or, if `eager`, added to its one running
+    value."""
+    if eager:
+        entry[0] = b.add(entry[0], update)
+    else:
+        entry.append(update)
+
+
 def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
                 eager: bool = False) -> tuple[dict[tuple[int, int], Val], list[Val]]:
     """H = Lᵀ D L: returns L's strictly-lower entries and 1/D. An entry's updates from the rows below it are
@@ -75,11 +84,7 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
             a = b.mul(row[i], Dinv[k])
             j = i
             while j != -1:
-                update = b.neg(b.mul(a, row[j]))
-                if eager:
-                    terms[i, j] = [b.add(terms[i, j][0], update)]  # one running value
-                else:
-                    terms[i, j].append(update)
+                _update(b, terms[i, j], b.neg(b.mul(a, row[j])), eager)
                 j = lam[j]
             L[k, i] = a
             i = lam[i]
