@@ -90,7 +90,8 @@ def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatc
 def _critical_path(name: str) -> int:
     """The latency-weighted longest path through fwd_dyn's statements (cycles after the sincos batch)."""
     from mechdyn.codegen.generate import dynamics_builder
-    stmts = dynamics_builder(frames.slid(load_model(name))).live()
+    model = load_model(name)
+    stmts = dynamics_builder(frames.slide(model, frames.shifts(model))).live()
     return max(schedule.heights(stmts, schedule.readers(stmts)))
 
 

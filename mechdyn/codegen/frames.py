@@ -81,6 +81,7 @@ def shifts(model: Model) -> tuple[float, ...]:
     return s
 
 
-def slid(model: Model) -> Model:
-    """The model in the frames the generated code uses."""
-    return slide(model, shifts(model))
+def describe(model: Model, s: tuple[float, ...]) -> str:
+    """The shifts for a reader of the generated code, whose constants are in the slid frames."""
+    moved = [f"{model.bodies[i].name} {x:+.10g} m along {'xyz'[model.bodies[i].axis]}" for i, x in enumerate(s) if x]
+    return ", ".join(moved) if moved else "none"
