@@ -5,7 +5,7 @@ move by sᵢ·aᵢ without changing what q, qd and qdd mean: its joint frame mov
 everything fixed on it moves back (its CG, points and loop anchors, its children's xtree, each −= sᵢ aᵢ).
 Denavit and Hartenberg's convention spends the same freedom. A component that becomes zero folds away in
 every transform and inertia that carries it, so each sᵢ is chosen from the values that zero one such
-component, by the live operations of the tree's kinematics, H, C and Q (fewest wins; ties keep the frame
+component, by the counted operations of the tree's kinematics, H, C and Q (fewest wins; ties keep the frame
 where it is). The loop rows are left out of that count: their frame trial (loops.py) makes each count about
 30 times slower (hmmwv's search would take 91 s instead of 3 s), and on rrrs they moved the result by 4
 operations. Floating bodies stay put: their q holds a position (and their parent is the base).
@@ -40,19 +40,16 @@ def slide(model: Model, s: tuple[float, ...]) -> Model:
 
 
 def cost(model: Model) -> int:
-    """Live operations of the tree's kinematics, H, C and Q: what the frames change most."""
+    """Counted operations of the tree's kinematics, H, C and Q: what the frames change most."""
     b = Builder()
     kin = TreeKinematics(b, model)
-    outputs = [*mass_matrix(b, kin).values(), *bias_force(b, kin), *element_forces(b, kin).values()]
-    for n, x in enumerate(outputs):
-        b.store(f"out[{n}]", x)
-    return len(b.live())
+    return b.cost([*mass_matrix(b, kin).values(), *bias_force(b, kin), *element_forces(b, kin).values()], 0)
 
 
 def candidates(model: Model, i: int) -> set[float]:
     """Shifts of body i (in `model`'s frames) that zero one component along its axis."""
     a = model.bodies[i].axis
-    xs = {0.0, model.bodies[i].cg[a], -model.bodies[i].xtree[a]}
+    xs = {model.bodies[i].cg[a], -model.bodies[i].xtree[a]}
     xs |= {c.xtree[a] for c in model.bodies if c.parent == i}
     xs |= {p.pos[a] for p in model.pois if p.body == i}
     xs |= {lp.anchor_pred[a] for lp in model.loops if lp.pred == i}
@@ -76,7 +73,7 @@ def shifts(model: Model) -> tuple[float, ...]:
             here, s0 = slide(model, s), s[i]
             for x in sorted(candidates(here, i)):
                 t = s[:i] + (s0 + x,) + s[i + 1:]
-                if x != 0.0 and (k := cost(slide(model, t))) < best:
+                if (k := cost(slide(model, t))) < best:
                     best, s, changed = k, t, True
     return s
 
