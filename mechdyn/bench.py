@@ -315,6 +315,11 @@ class PeersResult:
     tree_ns_per_call: float | None = None
     tree_instructions: float | None = None
     batch_ns_per_state: float | None = None  # fwd_dyn_batch on the same pool: throughput, four states per SIMD pass
+    # loop models: Pinocchio with the loops closed too (computeAllTerms, the closure rows, forwardDynamics with
+    # J and gamma): the same output as mechdyn's closed-loop code
+    closed_rows: int | None = None
+    pinocchio_closed_ns_per_call: float | None = None
+    pinocchio_closed_instructions: float | None = None
 
     @property
     def loops(self) -> bool:
@@ -340,7 +345,9 @@ class PeersResult:
                             "machine": machine()}
         if self.loops:
             d |= {"tree_pinocchio_ratio": self.pinocchio_ns_per_call / self.tree_ns_per_call,
-                  "tree_mujoco_ratio": self.mujoco_ns_per_call / self.tree_ns_per_call}
+                  "tree_mujoco_ratio": self.mujoco_ns_per_call / self.tree_ns_per_call,
+                  "closed_pinocchio_ratio": self.pinocchio_closed_ns_per_call / self.ns_per_call,
+                  "closed_pinocchio_instructions_ratio": _ratio(self.pinocchio_closed_instructions, self.instructions)}
         return d
 
     def lines(self) -> list[str]:
@@ -361,22 +368,31 @@ class PeersResult:
                 f"bench: MuJoCo mj_forward  {self.mujoco_ns_per_call:10.1f} ns/call  {ins(self.mujoco_instructions)}  "
                 f"{self.mujoco_ns_per_call / base:.1f}x {what} time"]
         if self.loops:
-            out.append(f"bench: loop model: Pinocchio and MuJoCo run the spanning tree (no closures); against the "
-                       f"closed-loop generated code their times are {self.pinocchio_ratio:.1f}x and "
-                       f"{self.mujoco_ratio:.1f}x")
+            out += [f"bench: loop model: Pinocchio's ABA and MuJoCo run the spanning tree (no closures); against the "
+                    f"closed-loop generated code their times are {self.pinocchio_ratio:.1f}x and "
+                    f"{self.mujoco_ratio:.1f}x",
+                    f"bench: Pinocchio, loops closed  {self.pinocchio_closed_ns_per_call:10.1f} ns/call  "
+                    f"{ins(self.pinocchio_closed_instructions)}  (computeAllTerms, {self.closed_rows} closure "
+                    f"row{'s' * (self.closed_rows != 1)}, "
+                    f"forwardDynamics with J and gamma)  {self.pinocchio_closed_ns_per_call / self.ns_per_call:.1f}x "
+                    f"the generated closed-loop time"]
         return out
+
+    def closed_table_row(self) -> str:
+        """The README's row of a loop model with its loops closed in both engines."""
+        return (f"| {self.model} | {self.nv} | {self.closed_rows} | {self.ns_per_call:.1f} | "
+                f"{self.pinocchio_closed_ns_per_call:.1f} | {self.pinocchio_closed_ns_per_call / self.ns_per_call:.1f} | "
+                f"{_count(self.instructions)} | {_count(self.pinocchio_closed_instructions)} | "
+                f"{_times(_ratio(self.pinocchio_closed_instructions, self.instructions))} |")
 
     def table_rows(self) -> list[str]:
         """The README's side-by-side rows: one for a tree; for a loop model, the closed loops and the spanning tree."""
-        f = lambda x: "n/a" if x is None else f"{x:,.0f}"  # noqa: E731
-        r = lambda x: "n/a" if x is None else f"{x:.1f}"  # noqa: E731
-
         def row(label: str, ns: float, ins: float | None, flops: int, batch: float | None) -> str:
             return (f"| {label} | {self.nv} | {ns:.1f} | {self.pinocchio_ns_per_call:.1f} | "
                     f"{self.mujoco_ns_per_call:.1f} | {self.pinocchio_ns_per_call / ns:.1f} | "
-                    f"{self.mujoco_ns_per_call / ns:.1f} | {f(ins)} | {f(self.pinocchio_instructions)} | "
-                    f"{f(self.mujoco_instructions)} | {r(_ratio(self.pinocchio_instructions, ins))} | "
-                    f"{r(_ratio(self.mujoco_instructions, ins))} | {flops / ns:.2f} | "
+                    f"{self.mujoco_ns_per_call / ns:.1f} | {_count(ins)} | {_count(self.pinocchio_instructions)} | "
+                    f"{_count(self.mujoco_instructions)} | {_times(_ratio(self.pinocchio_instructions, ins))} | "
+                    f"{_times(_ratio(self.mujoco_instructions, ins))} | {flops / ns:.2f} | "
                     + ("n/a | n/a |" if batch is None else f"{batch:.1f} | {self.pinocchio_ns_per_call / batch:.1f} |"))
 
         if not self.loops:
@@ -391,10 +407,22 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
+def _count(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def _times(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
+
+
 TABLE_HEADER = ("| model | nv | generated ns | Pinocchio ns | MuJoCo ns | Pinocchio / generated | MuJoCo / generated | "
                 "generated instr | Pinocchio instr | MuJoCo instr | Pinocchio / generated instr | "
                 "MuJoCo / generated instr | generated GFLOP/s | batched ns/state | Pinocchio / batched |\n"
                 + "| --- " * 15 + "|")
+
+
+CLOSED_TABLE_HEADER = ("| model | nv | closure rows | generated ns | Pinocchio ns, loops closed | Pinocchio / generated | "
+                       "generated instr | Pinocchio instr | Pinocchio / generated instr |\n" + "| --- " * 9 + "|")
 
 
 def spanning_tree(model: Model) -> Model:
@@ -413,7 +441,8 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
     into each engine's coordinates. Pinocchio's model is loaded from the URDF export, MuJoCo's from the MJCF
     export. For a loop model both peers run the spanning tree only (Pinocchio's ABA has no closures; MuJoCo's
     equality constraints are disabled), which is less work than mechdyn's closed-loop solve, so the generated
-    code of the spanning tree is timed on the same pool too.
+    code of the spanning tree is timed on the same pool too; and Pinocchio is timed with the loops closed as
+    well, by its generic route for constraint Jacobians (the same output as the closed-loop generated code).
     """
     from crosscheck import mujoco as cmj
     from crosscheck import pinocchio as cpin
@@ -454,21 +483,26 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
         (t / "mj.bin").write_bytes(mjt.pool_bytes(mm, pool_states))
         (t / "gen.bin").write_bytes(b"".join(np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in arrays))
 
-        def pin_cmd(ncalls: int, reps: int, conv: int) -> list:
-            return [pin_exe, t / "pin.txt", t / "pin.bin", POOL, ncalls, reps, conv]
+        def pin_cmd(ncalls: int, reps: int, method: int) -> list:  # 0, 1: ABA local, world; 2: loops closed
+            return [pin_exe, t / "pin.txt", t / "pin.bin", POOL, ncalls, reps, method]
 
         def mj_cmd(ncalls: int, reps: int) -> list:
             return [mj_exe, t / "mj.xml", t / "mj.bin", POOL, ncalls, reps]
 
-        _verify(model, "Pinocchio", pint.expected(pm, pool_states), lambda n: _run_program(pin_cmd(n, 1, 0)))
+        _verify(model, "Pinocchio", pint.expected(pm, pool_states, False), lambda n: _run_program(pin_cmd(n, 1, 0)))
+        if model.loops:
+            _verify(model, "Pinocchio (loops closed)", pint.expected(pm, pool_states, True),
+                    lambda n: _run_program(pin_cmd(n, 1, 2)))
         _verify(model, "MuJoCo", mjt.expected(mm, pool_states), lambda n: _run_program(mj_cmd(n, 1)))
         _verify(model, "generated", dyn.forward_batch(*arrays[:4], arrays[4] if dyn.nact else None),
                 lambda n: "0 " + _run_program([gen_exe, dyn.library, t / "gen.bin", POOL, n]))
         pin_ns = {conv: _timed(lambda n, r: float(_run_program(pin_cmd(n, r, conv)).split()[0]), POOL, seconds, repeats)
                   for conv in (0, 1)}
         conv = min(pin_ns, key=pin_ns.get)
+        closed_ns = (_timed(lambda n, r: float(_run_program(pin_cmd(n, r, 2)).split()[0]), POOL, seconds, repeats)
+                     if model.loops else None)
         mj_ns = _timed(lambda n, r: float(_run_program(mj_cmd(n, r)).split()[0]), POOL, seconds, repeats)
-        ins = [None, None, None, None]
+        ins = [None, None, None, None, None]
         if count and shutil.which("valgrind"):
             # valgrind cannot decode AVX-512: the generated code is counted in a build with it turned off
             n = 2 * POOL
@@ -478,6 +512,8 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
                                               "fwd_dyn_bench", n)
 
             ins = [gen_count(model), callgrind_instructions(pin_cmd(n, 1, conv), "peer_loop", n),
-                   callgrind_instructions(mj_cmd(n, 1), "peer_loop", n), gen_count(tree.model) if tree else None]
+                   callgrind_instructions(mj_cmd(n, 1), "peer_loop", n), gen_count(tree.model) if tree else None,
+                   callgrind_instructions(pin_cmd(n, 1, 2), "peer_loop_closed", n) if model.loops else None]
     return PeersResult(model.name, dyn.nq, dyn.nv, dyn.flops, gen, pin_ns[conv], mj_ns, *ins[:3],
-                       ("local", "world")[conv], tree.flops if tree else None, tree_ns, ins[3], batched)
+                       ("local", "world")[conv], tree.flops if tree else None, tree_ns, ins[3], batched,
+                       model.nc if model.loops else None, closed_ns, ins[4])

@@ -127,7 +127,7 @@ def element_forces(pm: PinModel, qp: np.ndarray, vp: np.ndarray, act: np.ndarray
     return Q
 
 
-def _kinematics(pm: PinModel, qp: np.ndarray, vp: np.ndarray) -> None:
+def kinematics(pm: PinModel, qp: np.ndarray, vp: np.ndarray) -> None:
     """Joint and frame placements, velocities, zero-acceleration (bias) accelerations and Jacobians at (qp, vp)."""
     pmod, data = pm.pmodel, pm.data
     pin.computeJointJacobians(pmod, data, qp)
@@ -138,14 +138,18 @@ def _kinematics(pm: PinModel, qp: np.ndarray, vp: np.ndarray) -> None:
 def forward(pm: PinModel, q, qd, tau, fext=None, act=None) -> np.ndarray:
     """qdd in mechdyn's coordinates: Pinocchio's ABA for a tree, the KKT system on Pinocchio's terms for loops."""
     qp, vp, tp = to_pin(pm, q, qd, tau)
+    kinematics(pm, qp, vp)
+    return urdf.from_pinocchio_v(pm.model, pm.layout, accel(pm, qp, vp, tp + element_forces(pm, qp, vp, act),
+                                                            local_fext(pm, fext)))
+
+
+def accel(pm: PinModel, qp: np.ndarray, vp: np.ndarray, tp: np.ndarray, fx: list, closed: bool = True) -> np.ndarray:
+    """ddq in Pinocchio's coordinates for joint torques tp and local forces fx, after kinematics at (qp, vp):
+    ABA on the tree, or with the loops closed (unless not `closed`: then ABA on the spanning tree)."""
     pmod, data = pm.pmodel, pm.data
-    _kinematics(pm, qp, vp)
-    tp = tp + element_forces(pm, qp, vp, act)
-    fx = local_fext(pm, fext)
-    if not pm.model.loops:
-        a = pin.aba(pmod, data, qp, vp, tp, fx) if pm.has_fext else pin.aba(pmod, data, qp, vp, tp)
-        return urdf.from_pinocchio_v(pm.model, pm.layout, np.array(a))
-    K, gamma, phi = constraint_terms(pm)  # needs the kinematics above
+    if not (pm.model.loops and closed):
+        return np.array(pin.aba(pmod, data, qp, vp, tp, fx) if pm.has_fext else pin.aba(pmod, data, qp, vp, tp))
+    K, gamma, phi = constraint_terms(pm)  # needs the kinematics at (qp, vp)
     M = pin.crba(pmod, data, qp)
     M = np.triu(M) + np.triu(M, 1).T  # crba fills the upper triangle
     b = pin.rnea(pmod, data, qp, vp, np.zeros(pmod.nv), fx)  # C + gravity − Σ Jᵀ fext
@@ -154,8 +158,7 @@ def forward(pm: PinModel, q, qd, tau, fext=None, act=None) -> np.ndarray:
     nv, nc = pmod.nv, K.shape[0]
     A = np.zeros((nv + nc, nv + nc))
     A[:nv, :nv], A[:nv, nv:], A[nv:, :nv] = M, K.T, K
-    x = np.linalg.solve(A, np.concatenate([tp - b, k]))
-    return urdf.from_pinocchio_v(pm.model, pm.layout, x[:nv])
+    return np.linalg.solve(A, np.concatenate([tp - b, k]))[:nv]
 
 
 def constraint_terms(pm: PinModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -20,16 +20,23 @@ import numpy as np
 
 from mechdyn.core.sample import State
 
-from . import PinModel, local_fext, to_pin
+from . import PinModel, accel, kinematics, local_fext, to_pin
 
+LOOPS = ["spherical", "revolute", "prismatic", "cylindrical", "point-on-line", "distance"]  # the program's LoopKind
 JOINTS = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2,
           "JointModelPX": 3, "JointModelPY": 4, "JointModelPZ": 5, "JointModelFreeFlyer": 6}
 
-SOURCE = r"""// Pinocchio's ABA over a pool of states (mechdyn bench --peers; crosscheck/pinocchio/timing.py).
-// usage: pin_timing MODEL.txt POOL.bin NPOOL NCALLS REPEATS CONVENTION(0 local, 1 world)
+SOURCE = r"""// Pinocchio's forward dynamics over a pool of states (mechdyn bench --peers; crosscheck/pinocchio/timing.py).
+// usage: pin_timing MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD
+//   METHOD 0: ABA, local convention; 1: ABA, world convention (the spanning tree only, loops ignored);
+//   2: the closed loops: computeAllTerms, the closure rows J and gamma from frame Jacobians and classical
+//      accelerations, then forwardDynamics(tau, J, gamma) (Cholesky of M, then of J M^-1 J^T).
 // prints: the best ns/call over REPEATS timed loops of NCALLS calls, and a checksum.
-// Under callgrind, --toggle-collect=peer_loop counts the instructions of the loop alone.
+// Under callgrind, --toggle-collect=peer_loop (or peer_loop_closed) counts the instructions of the loop alone.
 #include <pinocchio/algorithm/aba.hpp>
+#include <pinocchio/algorithm/compute-all-terms.hpp>
+#include <pinocchio/algorithm/contact-dynamics.hpp>
+#include <pinocchio/algorithm/frames.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -43,7 +50,22 @@ struct Pool {
   bool with_fext;
 };
 
-static Model read_model(const char *path, bool *with_fext) {
+// a loop closure as docs/conventions.md defines it: anchors P on the predecessor, S on the successor
+enum LoopKind { SPHERICAL, REVOLUTE, PRISMATIC, CYLINDRICAL, POINT_ON_LINE, DISTANCE };
+struct Loop {
+  int kind;
+  JointIndex pj, sj;
+  SE3 pM, sM;           // the anchors' placements in their joints' frames
+  Eigen::Matrix3d T;    // the loop's triad (u, w, axis) in the anchors' frames
+  double length;        // distance loops
+};
+struct Loops {
+  std::vector<Loop> loops;
+  double alpha = 0.0;   // 1 / stab: Baumgarte's rate
+  int rows = 0;
+};
+
+static Model read_model(const char *path, bool *with_fext, Loops *lp) {
   FILE *f = std::fopen(path, "r");
   if (!f) { std::perror(path); std::exit(3); }
   Model model;
@@ -80,12 +102,99 @@ static Model read_model(const char *path, bool *with_fext) {
     }
     model.appendBodyToJoint(id, Inertia(m, Eigen::Vector3d(c[0], c[1], c[2]), Im), SE3::Identity());
   }
+  int nl;
+  if (std::fscanf(f, "%d %lf", &nl, &lp->alpha) != 2) std::exit(3);
+  static const int rows[] = {3, 5, 5, 4, 2, 1};
+  for (int k = 0; k < nl; ++k) {
+    Loop L;
+    int pj, sj;
+    double pp[3], sp[3], T[9];
+    if (std::fscanf(f, "%d %d %lf %lf %lf %d %lf %lf %lf", &L.kind, &pj, &pp[0], &pp[1], &pp[2], &sj, &sp[0], &sp[1],
+                    &sp[2]) != 9 || L.kind < 0 || L.kind > DISTANCE) std::exit(3);
+    for (double &x : T) if (std::fscanf(f, "%lf", &x) != 1) std::exit(3);
+    if (std::fscanf(f, "%lf", &L.length) != 1) std::exit(3);
+    L.pj = pj, L.sj = sj;
+    L.pM = SE3(Eigen::Matrix3d::Identity(), Eigen::Vector3d(pp[0], pp[1], pp[2]));
+    L.sM = SE3(Eigen::Matrix3d::Identity(), Eigen::Vector3d(sp[0], sp[1], sp[2]));
+    L.T << T[0], T[1], T[2], T[3], T[4], T[5], T[6], T[7], T[8];
+    lp->loops.push_back(L);
+    lp->rows += rows[L.kind];
+  }
   std::fclose(f);
   return model;
 }
 
-// one timed (or counted) loop: the only code callgrind counts
-extern "C" __attribute__((noinline)) double peer_loop(const Model *model, Data *data, const Pool *pool, long ncalls, int world) {
+// the closure rows' workspace, allocated once: the timed loop allocates nothing
+struct RowsWork {
+  Data::Matrix6x Jp, Js;                   // the anchors' frame Jacobians
+  Eigen::Matrix<double, 3, Eigen::Dynamic> dJ, dJw;  // their linear and angular differences
+  explicit RowsWork(int nv) : Jp(6, nv), Js(6, nv), dJ(3, nv), dJw(3, nv) {}
+};
+
+// the closure rows at the state computeAllTerms left in data: J ddq + gamma = 0 holds them
+// (gamma: the rows' second derivative at zero ddq plus the Baumgarte terms 2 alpha J v + alpha^2 phi)
+static void closure_rows(const Model &model, Data &data, const Loops &lp, const Eigen::VectorXd &v, RowsWork &w,
+                         Eigen::MatrixXd &J, Eigen::VectorXd &gamma) {
+  using V3 = Eigen::Vector3d;
+  const ReferenceFrame rf = LOCAL_WORLD_ALIGNED;
+  int r = 0;
+  for (const Loop &L : lp.loops) {
+    const SE3 oMp = data.oMi[L.pj] * L.pM, oMs = data.oMi[L.sj] * L.sM;
+    w.Jp.setZero(), w.Js.setZero();
+    getFrameJacobian(model, data, L.pj, L.pM, rf, w.Jp);
+    getFrameJacobian(model, data, L.sj, L.sM, rf, w.Js);
+    const Motion Vp = getFrameVelocity(model, data, L.pj, L.pM, rf), Vs = getFrameVelocity(model, data, L.sj, L.sM, rf);
+    const Motion Ap = getFrameClassicalAcceleration(model, data, L.pj, L.pM, rf);
+    const Motion As = getFrameClassicalAcceleration(model, data, L.sj, L.sM, rf);
+    const V3 wp = Vp.angular(), ws = Vs.angular(), alp = Ap.angular(), als = As.angular();
+    const V3 d = oMs.translation() - oMp.translation(), dd = Vs.linear() - Vp.linear(), d2 = As.linear() - Ap.linear();
+    w.dJ.noalias() = w.Js.topRows<3>() - w.Jp.topRows<3>();
+    w.dJw.noalias() = w.Js.bottomRows<3>() - w.Jp.bottomRows<3>();
+    auto done = [&](double g, double phi) {  // row r of J is written: its gamma
+      gamma(r) = g + 2.0 * lp.alpha * J.row(r).dot(v) + lp.alpha * lp.alpha * phi;
+      ++r;
+    };
+    auto sep = [&](const V3 &e) {  // e.d, e fixed to the predecessor
+      const V3 ed = wp.cross(e), edd = alp.cross(e) + wp.cross(ed);
+      J.row(r).noalias() = e.transpose() * w.dJ;
+      J.row(r).noalias() += e.cross(d).transpose() * w.Jp.bottomRows<3>();
+      done(edd.dot(d) + 2.0 * ed.dot(dd) + e.dot(d2), e.dot(d));
+    };
+    auto dirs = [&](const V3 &e1, const V3 &e2) {  // e1 on the predecessor, e2 on the successor
+      const V3 e1d = wp.cross(e1), e2d = ws.cross(e2);
+      const V3 e1dd = alp.cross(e1) + wp.cross(e1d), e2dd = als.cross(e2) + ws.cross(e2d);
+      J.row(r).noalias() = e2.cross(e1).transpose() * w.dJw;
+      done(e1dd.dot(e2) + 2.0 * e1d.dot(e2d) + e1.dot(e2dd), e1.dot(e2));
+    };
+    const Eigen::Matrix3d Tp = oMp.rotation() * L.T, Ts = oMs.rotation() * L.T;
+    const V3 u = Tp.col(0), wv = Tp.col(1), ws_ = Ts.col(1), as = Ts.col(2);
+    switch (L.kind) {
+      case SPHERICAL: for (int k = 0; k < 3; ++k) sep(oMp.rotation().col(k)); break;
+      case REVOLUTE: for (int k = 0; k < 3; ++k) sep(oMp.rotation().col(k)); dirs(u, as); dirs(wv, as); break;
+      case PRISMATIC: sep(u); sep(wv); dirs(u, as); dirs(wv, as); dirs(u, ws_); break;
+      case CYLINDRICAL: sep(u); sep(wv); dirs(u, as); dirs(wv, as); break;
+      case POINT_ON_LINE: sep(u); sep(wv); break;
+      case DISTANCE:
+        J.row(r).noalias() = d.transpose() * w.dJ;
+        done(dd.dot(dd) + d.dot(d2), 0.5 * (d.dot(d) - L.length * L.length));
+        break;
+    }
+  }
+}
+
+// tau plus the external forces as joint torques: the sum of J_i^T f_i, J_i joint i's local Jacobian
+static void add_fext(const Model &model, const Data &data, const std::vector<Force> &fext, Eigen::VectorXd &tau,
+                     Data::Matrix6x &Ji) {
+  for (JointIndex i = 1; i < (JointIndex)model.njoints; ++i) {
+    Ji.setZero();
+    getJointJacobian(model, data, i, LOCAL, Ji);
+    tau.noalias() += Ji.transpose() * fext[i].toVector();
+  }
+}
+
+// one timed (or counted) loop of ABA: the only code callgrind counts
+extern "C" __attribute__((noinline)) double peer_loop(const Model *model, Data *data, const Pool *pool, long ncalls,
+                                                      int world) {
   const long npool = (long)pool->q.size();
   const Convention conv = world ? Convention::WORLD : Convention::LOCAL;
   double sum = 0.0;
@@ -98,13 +207,41 @@ extern "C" __attribute__((noinline)) double peer_loop(const Model *model, Data *
   return sum;
 }
 
+// the same with the loops closed: computeAllTerms, the closure rows, forwardDynamics (Cholesky of M, then of
+// J M^-1 J^T). It is marked unsupported, but Pinocchio's supported route (RigidConstraintModel) has no distance
+// or point-on-line closures, and this one takes any constraint Jacobian.
+extern "C" __attribute__((noinline)) double peer_loop_closed(const Model *model, Data *data, const Pool *pool,
+                                                             long ncalls, const Loops *lp) {
+  const long npool = (long)pool->q.size();
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(lp->rows, model->nv);
+  Eigen::VectorXd gamma(lp->rows), tau(model->nv);
+  Data::Matrix6x Ji(6, model->nv);
+  RowsWork work(model->nv);
+  double sum = 0.0;
+  for (long c = 0; c < ncalls; ++c) {
+    const long k = c % npool;
+    computeAllTerms(*model, *data, pool->q[k], pool->v[k]);
+    closure_rows(*model, *data, *lp, pool->v[k], work, J, gamma);
+    tau = pool->tau[k];
+    if (pool->with_fext) add_fext(*model, *data, pool->fext[k], tau, Ji);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    forwardDynamics(*model, *data, tau, J, gamma);
+#pragma GCC diagnostic pop
+    sum += data->ddq[c % model->nv];
+  }
+  return sum;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 7) { std::fprintf(stderr, "usage: %s MODEL.txt POOL.bin NPOOL NCALLS REPEATS CONVENTION\n", argv[0]); return 2; }
+  if (argc != 7) { std::fprintf(stderr, "usage: %s MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD\n", argv[0]); return 2; }
   Pool pool;
-  Model model = read_model(argv[1], &pool.with_fext);
+  Loops loops;
+  Model model = read_model(argv[1], &pool.with_fext, &loops);
   Data data(model);
   const long npool = std::atol(argv[3]), ncalls = std::atol(argv[4]), repeats = std::atol(argv[5]);
-  const int world = std::atoi(argv[6]);
+  const int method = std::atoi(argv[6]);
+  if (method == 2 && loops.loops.empty()) { std::fprintf(stderr, "method 2 needs loop closures\n"); return 2; }
   const long rec = model.nq + 2L * model.nv + 6L * model.njoints;
   std::vector<double> raw((size_t)(npool * rec));
   FILE *f = std::fopen(argv[2], "rb");
@@ -126,7 +263,8 @@ int main(int argc, char **argv) {
   for (long r = 0; r < repeats; ++r) {
     timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    sum = peer_loop(&model, &data, &pool, ncalls, world);
+    sum = method == 2 ? peer_loop_closed(&model, &data, &pool, ncalls, &loops)
+                      : peer_loop(&model, &data, &pool, ncalls, method);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)ncalls;
     if (ns < best) best = ns;
@@ -157,7 +295,8 @@ def include_dirs() -> list[str]:
 
 def model_text(pm: PinModel) -> str:
     """The Pinocchio model, joint by joint: gravity, njoints, fext flag, then per joint type, parent,
-    placement (R row-major, p) and inertia (mass, lever, 3x3 about the CG)."""
+    placement (R row-major, p) and inertia (mass, lever, 3x3 about the CG); then the number of loops and
+    Baumgarte's rate, and per loop its kind, each anchor's joint and position in it, the triad and the length."""
     pmod = pm.pmodel
     r = lambda a: " ".join(repr(float(x)) for x in np.asarray(a).ravel())  # noqa: E731
     lines = [f"{r(pmod.gravity.linear)} {pmod.njoints - 1} {int(pm.has_fext)}"]
@@ -168,6 +307,10 @@ def model_text(pm: PinModel) -> str:
         M, Y = pmod.jointPlacements[j], pmod.inertias[j]
         lines.append(f"{JOINTS[kind]} {pmod.parents[j]} {r(M.rotation)} {r(M.translation)} "
                      f"{r([Y.mass])} {r(Y.lever)} {r(Y.inertia)}")
+    lines.append(f"{len(pm.model.loops)} {r([1.0 / pm.model.stab])}")
+    for lp, anchors in zip(pm.model.loops, pm.anchor_frames):
+        ends = [f"{pmod.frames[f].parentJoint} {r(pmod.frames[f].placement.translation)}" for f in anchors]
+        lines.append(f"{LOOPS.index(lp.joint)} {ends[0]} {ends[1]} {r(lp.triad)} {r([lp.length or 0.0])}")
     return "\n".join(lines) + "\n"
 
 
@@ -184,15 +327,12 @@ def pool_bytes(pm: PinModel, pool: list[State]) -> bytes:
     return np.ascontiguousarray(recs, dtype=np.float64).tobytes()
 
 
-def expected(pm: PinModel, pool: list[State]) -> np.ndarray:
-    """What the timing program computes for each pool state: ABA's ddq in Pinocchio's coordinates (no elements)."""
-    import pinocchio as pin
-
+def expected(pm: PinModel, pool: list[State], closed: bool) -> np.ndarray:
+    """What the timing program computes for each pool state, in Pinocchio's coordinates and without elements:
+    ABA's ddq on the spanning tree, or (`closed`) the closed-loop ddq, both as the cross-check computes them."""
     out = []
     for s in pool:
         qp, vp, tp = to_pin(pm, s.q, s.qd, s.tau)
-        pin.forwardKinematics(pm.pmodel, pm.data, qp)
-        fx = local_fext(pm, s.fext)
-        a = pin.aba(pm.pmodel, pm.data, qp, vp, tp, fx) if pm.has_fext else pin.aba(pm.pmodel, pm.data, qp, vp, tp)
-        out.append(np.array(a))
+        kinematics(pm, qp, vp)
+        out.append(accel(pm, qp, vp, tp, local_fext(pm, s.fext), closed))
     return np.array(out)
