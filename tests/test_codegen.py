@@ -86,17 +86,39 @@ def test_large_tree_factors_eagerly_and_matches_dense(monkeypatch):
     from mechdyn.bench import spanning_tree
     from mechdyn.codegen import generate as gen
     model = spanning_tree(load_model("hmmwv_pitman"))
-    factor, eager = gen.ltdl_factor, []
+    forward, eager = gen.ltdl_forward, []
 
-    def spy(b, H, lam, eager_arg=False):
+    def spy(b, H, lam, rhs, blocks, eager_arg=False):
         eager.append(eager_arg)
-        return factor(b, H, lam, eager_arg)
+        return forward(b, H, lam, rhs, blocks, eager_arg)
 
-    monkeypatch.setattr(gen, "ltdl_factor", spy)
+    monkeypatch.setattr(gen, "ltdl_forward", spy)
     gen.dynamics_body(model)
     assert eager == [False, True]
     monkeypatch.undo()
     assert compare.gen_vs_dense(mechdyn.load(model), 50).value < 1e-9
+
+
+def test_floating_pivots_taken_ready_first_shorten_the_chain(monkeypatch):
+    """Satellite's bus block eliminated pivot by pivot, the one ready first next (ltdl.pivot_order): its longest
+    chain is 116 cycles after the sincos batch; planted back in the written order, 141."""
+    from mechdyn.codegen import ltdl
+    from tests.test_schedule import _critical_path
+
+    assert _critical_path("satellite") == 116
+    monkeypatch.setattr(ltdl, "pivot_order", lambda b, H, lam, blocks, eager=False: list(range(len(lam))))
+    assert _critical_path("satellite") == 141
+
+
+def test_planted_unpermuted_floating_block_is_caught(fresh_cache, monkeypatch):
+    """H factored in the written order while the right-hand side and the result are permuted: gen_vs_dense
+    fails on satellite (and on jointmix's floating drone)."""
+    from mechdyn.codegen import ltdl
+    monkeypatch.setattr(ltdl, "permute", lambda H, perm: H)
+    for spec in ("satellite", JOINTMIX):
+        err = compare.gen_vs_dense(mechdyn.load(spec), 50).value
+        print(f"planted unpermuted H: gen_vs_dense = {err:.3e}")
+        assert err > 1e-3
 
 
 def test_planted_eager_update_sign_is_caught(fresh_cache, monkeypatch):

@@ -26,7 +26,7 @@ from .expr import OPS_COUNTED, Builder, Sym, Val
 from .kinematics import TreeKinematics
 from . import frames, kkt, schedule
 from .loops import loop_rows
-from .ltdl import check_sparsity, expanded_parents, ltdl_factor, ltdl_solve
+from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
 from .rnea import bias_force
 from .stepper import CDEF as STEPPER_CDEF
 from .stepper import drift_function, sim_function
@@ -34,7 +34,7 @@ from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "8"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "9"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,7 @@ def dynamics_builder(model: Model, eager: bool = False) -> Builder:
         rows = [r for lp in model.loops for r in loop_rows(b, kin, lp)]
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:
-        L, Dinv = ltdl_factor(b, H, lam, eager)
-        qdd = ltdl_solve(b, L, Dinv, lam, rhs)
+        qdd = ltdl_forward(b, H, lam, rhs, floating_blocks(model), eager)
     for i, x in enumerate(qdd):
         b.store(f"qdd[{i}]", x)
     return b

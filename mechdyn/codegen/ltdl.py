@@ -13,6 +13,13 @@ cost hmmwv's spanning tree 14 % (366 -> 419 ns; its 3,400 statements keep the
 emitted order, schedule.py) for no further gain on the arms. In such a large
 function the collected updates themselves stay live too long, so there the
 factorization subtracts them as they come (`eager`).
+
+A floating body's six coordinates form a dense block in H, so they may be
+eliminated in any order without fill-in. The order is chosen pivot by pivot:
+the coordinate whose pivot is ready first goes next, since the block's pivots
+are a chain of divisions (each needs the one before it), and a pivot that is
+constant or ready early costs the chain nothing. Satellite's longest chain
+141 -> 116 cycles, 66.4 -> 62.0 ns.
 """
 from __future__ import annotations
 
@@ -31,6 +38,11 @@ def expanded_parents(model: Model) -> list[int]:
             lam.append(last)
             last = len(lam) - 1
     return lam
+
+
+def floating_blocks(model: Model) -> list[range]:
+    """The velocity coordinates of each floating body: blocks of H that are dense (pivot_order)."""
+    return [range(model.vidx[i], model.vidx[i] + 6) for i, bd in enumerate(model.bodies) if bd.joint == "floating"]
 
 
 def lam_pattern(lam: list[int]) -> set[tuple[int, int]]:
@@ -112,4 +124,47 @@ def ltdl_solve(b: Builder, L: dict[tuple[int, int], Val], Dinv: list[Val], lam: 
             j = lam[j]
         for j in reversed(ancestors):
             x[i] = b.sub(x[i], b.mul(L[i, j], x[j]))
+    return x
+
+
+def permute(H: dict[tuple[int, int], Val], perm: list[int]) -> dict[tuple[int, int], Val]:
+    """H with coordinate perm[k] at position k (lower triangle). A permutation within floating blocks keeps
+    lam's pattern: each block is dense, and so is every descendant's row across it."""
+    at = {c: k for k, c in enumerate(perm)}
+    return {(max(at[i], at[j]), min(at[i], at[j])): h for (i, j), h in H.items()}
+
+
+def pivot_order(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], blocks: list[range],
+                eager: bool = False) -> list[int]:
+    """perm for permute(): the identity outside `blocks`; within each, from its last position (eliminated
+    first) down, the coordinate whose pivot 1/D is ready first (Builder.ready; each candidate factored on a
+    fork), the written order on ties."""
+    perm = list(range(len(lam)))
+    for blk in blocks:
+        rest, placed = list(blk), []  # placed: the block's positions from the last one down
+
+        def ready(c: int, pos: int) -> int:
+            trial = perm.copy()
+            trial[blk.start:blk.stop] = [x for x in rest if x != c] + [c] + placed[::-1]
+            f = b.fork()
+            return f.ready(ltdl_factor(f, permute(H, trial), lam, eager)[1][pos])
+
+        for pos in reversed(blk):
+            c = min(rest, key=lambda c: ready(c, pos))
+            rest.remove(c)
+            placed.append(c)
+        perm[blk.start:blk.stop] = placed[::-1]
+    return perm
+
+
+def ltdl_forward(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], rhs: list[Val], blocks: list[range],
+                 eager: bool = False) -> list[Val]:
+    """x with H x = rhs: the floating blocks' pivots ordered (pivot_order), H factored and solved in that
+    order, x in the written order."""
+    perm = pivot_order(b, H, lam, blocks, eager)
+    L, Dinv = ltdl_factor(b, permute(H, perm), lam, eager)
+    y = ltdl_solve(b, L, Dinv, lam, [rhs[c] for c in perm])
+    x: list[Val] = [0.0] * len(perm)
+    for k, c in enumerate(perm):
+        x[c] = y[k]
     return x
