@@ -259,7 +259,9 @@ def parser() -> argparse.ArgumentParser:
                    "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
     b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
                    "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "
-                   "over the same 256 states, with instructions per call counted by callgrind")
+                   "over the same 256 states, with instructions per call counted by callgrind; for a loop model, also "
+                   "the generated spanning tree, and Pinocchio with the loops closed (computeAllTerms, the closure "
+                   "rows, forwardDynamics with J and gamma)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
     e = sub.add_parser("export", help="write a model as URDF and/or MJCF",
