@@ -1,5 +1,6 @@
 """The external engines from the command line, and planted convention bugs they must catch."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,19 +81,20 @@ def test_bench_peers_times_all_three_on_the_same_pool():
 
 
 def test_bench_peers_closes_a_loop_models_loops_in_pinocchio_too(tmp_path, monkeypatch):
-    """A loop model's Pinocchio figures include a closed-loop run (spherical and distance rows, and fext here),
-    checked against the cross-check's KKT solve; a planted expectation of the spanning tree's ABA fails it."""
+    """A loop model's Pinocchio figures include a closed-loop run (every loop type, and fext here), checked
+    against the cross-check's KKT solve; a planted expectation of the spanning tree's ABA fails it."""
     from crosscheck.pinocchio import timing as pint
     from mechdyn.bench import CLOSED_TABLE_HEADER, bench_peers
     from mechdyn.core.parse import load_model
     from mechdyn.dynamics import Dynamics
-    from tests.conftest import MODELS_DIR
 
-    path = tmp_path / "quartercar_fext.mech"
-    path.write_text((MODELS_DIR / "quartercar.mech").read_text().replace("body wheel\n", "body wheel\n  fext 1\n", 1))
+    path = tmp_path / "loopzoo_fext.mech"
+    zoo = (Path(__file__).parent / "data" / "loopzoo.mech").read_text()
+    path.write_text(zoo.replace("body door\n", "body door\n  fext 1\n", 1))
     dyn = Dynamics(load_model(path))
+    assert {lp.joint for lp in dyn.model.loops} == set(pint.LOOPS) and any(b.fext for b in dyn.model.bodies)
     res = bench_peers(dyn, repeats=1, seconds=0.005, count=False)
-    assert res.closed_rows == 8 and 0 < res.pinocchio_closed_ns_per_call < 1e6
+    assert res.closed_rows == dyn.model.nc and 0 < res.pinocchio_closed_ns_per_call < 1e6
     assert res.closed_table_row().count("|") == CLOSED_TABLE_HEADER.splitlines()[0].count("|")
     expected = pint.expected
     monkeypatch.setattr(pint, "expected", lambda pm, pool, closed: expected(pm, pool, False))
