@@ -103,11 +103,11 @@ def test_floating_pivots_taken_ready_first_shorten_the_chain(monkeypatch):
     """Satellite's bus block eliminated pivot by pivot, the one ready first next (ltdl.pivot_order): its longest
     chain is 116 cycles after the sincos batch; planted back in the written order, 141."""
     from mechdyn.codegen import ltdl
-    from tests.test_schedule import _critical_path
+    from tests.conftest import critical_path
 
-    assert _critical_path("satellite") == 116
+    assert critical_path("satellite") == 116
     monkeypatch.setattr(ltdl, "pivot_order", lambda b, H, lam, blocks, eager=False: list(range(len(lam))))
-    assert _critical_path("satellite") == 141
+    assert critical_path("satellite") == 141
 
 
 def test_planted_unpermuted_floating_block_is_caught(fresh_cache, monkeypatch):

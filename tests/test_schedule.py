@@ -4,11 +4,12 @@ import random
 import pytest
 
 import mechdyn
-from mechdyn.codegen import frames, schedule
+from mechdyn.codegen import schedule
 from mechdyn.codegen.build import BuildError
 from mechdyn.codegen.expr import Builder, Sym
 from mechdyn.codegen.schedule import REGISTERS, Stmt
 from mechdyn.core.parse import load_model
+from tests.conftest import critical_path
 
 
 def _respects_dependencies(stmts: list[Stmt], order: list[int]) -> bool:
@@ -87,14 +88,6 @@ def test_planted_scheduler_ignoring_dependencies_is_refused(tmp_path, monkeypatc
         mechdyn.load(load_model("threelink"))
 
 
-def _critical_path(name: str) -> int:
-    """The latency-weighted longest path through fwd_dyn's statements (cycles after the sincos batch)."""
-    from mechdyn.codegen.generate import dynamics_builder
-    model = load_model(name)
-    stmts = dynamics_builder(frames.slide(model, frames.shifts(model))).live()
-    return max(schedule.heights(stmts, schedule.readers(stmts)))
-
-
 def test_sum_adds_the_late_term_last():
     """Builder.sum pairs the earliest-ready terms first: a term at the end of a chain of products waits for one
     addition, where a left fold would have made it wait for three."""
@@ -107,11 +100,11 @@ def test_sum_adds_the_late_term_last():
     assert last_sum.name == s.name and late.name in last_sum.uses
 
 
-def test_planted_left_fold_lengthens_the_critical_path(monkeypatch):
+def test_planted_left_fold_lengthens_thecritical_path(monkeypatch):
     """The sums (Builder.sum, the LᵀDL's and the KKT solve's collected terms) shorten elbow's longest chain;
     a planted left fold in Builder.sum puts the Newton–Euler result back at the head of the solve's chains
     (141 -> 151 cycles when written)."""
-    huffman = _critical_path("elbow")
+    huffman = critical_path("elbow")
 
     def left_fold(self, *xs):
         acc = 0.0
@@ -120,6 +113,6 @@ def test_planted_left_fold_lengthens_the_critical_path(monkeypatch):
         return acc
 
     monkeypatch.setattr(Builder, "sum", left_fold)
-    folded = _critical_path("elbow")
+    folded = critical_path("elbow")
     print(f"elbow's critical path: {huffman} cycles with Builder.sum, {folded} with a left fold")
     assert folded >= huffman + 3 * schedule.LATENCY["+"]

@@ -42,7 +42,7 @@ def expanded_parents(model: Model) -> list[int]:
 
 def floating_blocks(model: Model) -> list[range]:
     """The velocity coordinates of each floating body: blocks of H that are dense (pivot_order)."""
-    return [range(model.vidx[i], model.vidx[i] + 6) for i, bd in enumerate(model.bodies) if bd.joint == "floating"]
+    return [range(model.vidx[i], model.vidx[i] + bd.nv) for i, bd in enumerate(model.bodies) if bd.joint == "floating"]
 
 
 def lam_pattern(lam: list[int]) -> set[tuple[int, int]]:
@@ -143,8 +143,8 @@ def pivot_order(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], block
     for blk in blocks:
         rest, placed = list(blk), []  # placed: the block's positions from the last one down
         for pos in reversed(blk):
-            trials = {}
-            for c in rest:
+            trials = {rest[0]: 0}  # the last position has one candidate: nothing to try
+            for c in rest if len(rest) > 1 else ():
                 trial = perm.copy()
                 trial[blk.start:blk.stop] = [x for x in rest if x != c] + [c] + placed[::-1]
                 f = b.fork()
