@@ -3,13 +3,17 @@
 - flops: the generated code's operation count (counted at generation time)
   may exceed the golden by 2 %; fewer passes with a note to lock in the gain.
 - instructions: instructions per `fwd_dyn` call, counted by callgrind over a
-  fixed pool of stored states, may exceed the golden by 5 % when counted with
-  the same toolchain; with another toolchain the gate passes with a visible
-  re-baseline message (printed, and a warning in the pytest summary).
+  fixed pool of stored states on a build with fixed portable flags (never the
+  production flags or the host's CPU), may exceed the golden by 5 % when
+  counted with the same toolchain; with another toolchain the gate passes with
+  a visible re-baseline message (printed, and a warning in the pytest summary),
+  or fails with $MECHDYN_REQUIRE_TOOLCHAIN=1, as on CI.
 
-Planted regressions (extra work in the generated code) must trip both gates;
+Planted regressions (extra work in the generated code) must trip both gates,
+the instruction gate against an unplanted build counted in the same run;
 repeated measurements must give identical counts and verdicts.
 """
+import shlex
 import warnings
 from dataclasses import replace
 
@@ -19,6 +23,7 @@ from mechdyn import golden
 from mechdyn.codegen import crba
 from mechdyn.codegen import expr
 from mechdyn.codegen import generate as gen_module
+from mechdyn.codegen.build import compiler, module_name
 from mechdyn.codegen.sspatial import rbi_apply, xf_motion
 from mechdyn.core.model import BASE
 from mechdyn.core.parse import load_model
@@ -89,6 +94,54 @@ def test_toolchain_change_rebaselines_visibly():
     assert not golden.instructions_check("elbow", m, g).passed  # the same count against its own toolchain fails
 
 
+def test_required_toolchain_fails_an_incomparable_golden(monkeypatch):
+    """On CI ($MECHDYN_REQUIRE_TOOLCHAIN=1) a golden from another toolchain fails, naming what changed."""
+    g = stored("elbow")
+    other = replace(g, toolchain={**g.toolchain, "valgrind": "valgrind-9.9"})
+    m = golden.Measurement(g.instructions, 60, g.toolchain)
+    monkeypatch.setenv(golden.REQUIRE_TOOLCHAIN, "1")
+    check = golden.instructions_check("elbow", m, other)
+    print(check.line())
+    assert not check.passed and golden.rebaselined(check)
+    assert "valgrind changed from 'valgrind-9.9' to" in check.note and "MECHDYN_REQUIRE_TOOLCHAIN=1" in check.note
+    assert golden.instructions_check("elbow", m, g).passed  # a comparable golden is still compared
+
+
+def test_counting_flags_resolve_without_the_host():
+    """The counting flags name a fixed target: the compiler proper gets them as given, reading no cpuid."""
+    cc = tuple(compiler()[0])
+    flags = tuple(golden.count_flags())
+    assert "-march=native" not in flags and "-mtune=native" not in flags
+    opts = golden._resolved_options(cc, flags)
+    if not golden.toolchain()["target"].startswith("x86_64") or not opts or "-target-cpu" in opts:
+        pytest.skip(f"this check reads gcc's cc1 options on x86-64; {golden.toolchain()['compiler']} "
+                    f"({golden.toolchain()['target']}) gave {opts}")
+    print(f"{shlex.join(flags)} -> cc1 gets {shlex.join(opts)}")
+    assert opts and set(opts) <= set(flags), opts
+    assert golden.toolchain()["target"].endswith(" ".join(opts))
+    native = golden._resolved_options(cc, ("-O2", "-march=native"))  # what the check catches: host expansion
+    assert not set(native) <= {"-O2", "-march=native"}, native
+
+
+@pytest.mark.parametrize("production", ["-O2 -march=x86-64-v2 -fno-math-errno", "-O1"])
+def test_count_ignores_production_flags(production, monkeypatch):
+    """Other production flags ($MECHDYN_CFLAGS): the same counting build, count and toolchain; gate compared."""
+    need_valgrind()
+    g = stored("elbow")
+    model = load_model("elbow")
+    default = golden.measure(model, g)
+    default_lib, default_prod = golden.measurement_build(model).library, module_name(model)
+    monkeypatch.setenv("MECHDYN_CFLAGS", production)
+    assert module_name(model) != default_prod  # the production build is another one now
+    counted = golden.measure(model, g)
+    check = golden.instructions_check("elbow", counted, g)
+    print(f"MECHDYN_CFLAGS={production!r}: {check.line()}")
+    assert (counted.instructions, counted.toolchain) == (default.instructions, default.toolchain)
+    assert golden.measurement_build(model).library == default_lib
+    assert not golden.rebaselined(check) and check.passed
+    assert compiler()[1] == shlex.split(production)  # the counting build left the production flags alone
+
+
 def test_fewer_flops_pass_with_a_note():
     g = stored("elbow")
     check = golden.flops_check("elbow", g.flops - 10, g)
@@ -149,8 +202,11 @@ PLANTS = {
 
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_planted_regression_trips_speed_gates(plant, monkeypatch, tmp_path):
+    """The flop gate against the golden; the instruction gate against the unplanted build counted here, in
+    this run, on the same states with the same toolchain, so it is always compared, on any machine."""
     g = stored(PLANT_MODEL)
     target, attr, replacement, trips_instructions = PLANTS[plant]
+    base = golden.measure(load_model(PLANT_MODEL), g) if trips_instructions and golden.valgrind() else None
     monkeypatch.setattr(target, attr, replacement)
     monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))  # the planted build must not enter the real cache
     model = load_model(PLANT_MODEL)
@@ -162,9 +218,11 @@ def test_planted_regression_trips_speed_gates(plant, monkeypatch, tmp_path):
     assert not flops.passed
     if not trips_instructions:
         return
-    if golden.valgrind() is None:
+    if base is None:
         pytest.skip(f"flop gate tripped; instruction gate not run: {NO_VALGRIND}")
-    instr = golden.instructions_check(PLANT_MODEL, golden.measure(model, g), g)
-    print(f"planted {plant}: {instr.line()}")
+    planted = golden.measure(model, g)
+    unplanted = replace(g, instructions=base.instructions, toolchain=base.toolchain)
+    instr = golden.instructions_check(PLANT_MODEL, planted, unplanted)
+    print(f"planted {plant}: {instr.line()} (vs the unplanted build's {base.instructions:.1f})")
     assert not golden.rebaselined(instr), instr.note
     assert not instr.passed
