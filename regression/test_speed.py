@@ -194,7 +194,7 @@ def emit_without_hash_consing(self, key, text, op, *uses):
 # (where, what, replacement, whether the instruction gate must trip too). Without
 # hash-consing the generator emits repeated subexpressions (the flop gate sees
 # them), but gcc's own CSE merges identical expressions again: on elbow the
-# count fell by 1.2 %, so only the flop gate is asserted for that plant.
+# count fell by 0.8 %, so only the flop gate is asserted for that plant.
 PLANTS = {
     "upper_triangle": (gen_module, "mass_matrix", mass_matrix_with_upper, True),
     "no_hash_consing": (expr.Builder, "_emit", emit_without_hash_consing, False),
