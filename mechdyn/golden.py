@@ -30,19 +30,22 @@ counted on a build of its own, compiled with `count_flags()` whatever
 $MECHDYN_CFLAGS says: `-O2 -march=x86-64-v3 -mtune=generic -fno-math-errno` on
 x86-64 (AVX2 and FMA, which valgrind decodes; gcc reads no cpuid for a named
 -march), the compiler's default target elsewhere. The figure then depends on
-the compiler and the generated code, not on the host or on the production
-flags, and runs on any x86-64-v3 machine. The toolchain stored with it holds
-only what it depends on: the compiler's identity, the counting flags, the
-target options the compiler proper receives for them (the same on every host),
-libc (its libm serves a sincos beyond the batch's range) and valgrind.
+the compiler and the generated code, not on the host or the production flags.
+It runs on any x86-64-v3 CPU; on an older one `counting_unavailable()` says
+so and measuring refuses, as without valgrind. The toolchain stored with it
+holds only what it depends on: the compiler's identity, the counting flags,
+the target options the compiler proper receives for them (the same on every
+host), libc (its libm serves a sincos beyond the batch's range) and valgrind.
 
 Another toolchain (a different gcc, valgrind or libc) makes the stored figure
 incomparable: the gate cannot say whether the code got slower, so it passes,
 says "not compared (re-baseline needed)" with what changed, and the test
-suite warns. A fresh clone with the goldens' toolchain compares every gate.
-The project's CI must compare, never skip: with $MECHDYN_REQUIRE_TOOLCHAIN=1
-(set by .ci/run) an incomparable golden fails the gate instead, so a CI image
-that drifted from the goldens' toolchain is noticed and re-baselined.
+suite warns; where counting is unavailable the instruction tests skip, saying
+why. A fresh clone with the goldens' toolchain compares every gate. The
+project's CI must compare, never skip: with $MECHDYN_REQUIRE_TOOLCHAIN=1 (set
+by .ci/run) an incomparable golden fails the gate, and so does a machine that
+cannot count, so a CI image that drifted from the goldens' toolchain is
+noticed and re-baselined.
 """
 from __future__ import annotations
 
@@ -81,6 +84,9 @@ CYCLES = 3  # measured passes over the pool, after one warm-up pass
 # instructions are counted on a build for a fixed target, never -march=native (see the module docstring)
 COUNT_FLAGS_X86_64 = ("-O2", "-march=x86-64-v3", "-mtune=generic", "-fno-math-errno")
 COUNT_FLAGS_OTHER = ("-O2", "-fno-math-errno")  # the compiler's default target: fixed by the compiler alone
+# x86-64-v3's features as /proc/cpuinfo names them (abm: lzcnt); a CPU without them cannot run the counting build
+X86_64_V3_CPU_FLAGS = ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")
+CPUINFO = Path("/proc/cpuinfo")
 REQUIRE_TOOLCHAIN = "MECHDYN_REQUIRE_TOOLCHAIN"  # "1": an incomparable instruction golden fails (CI)
 
 
@@ -196,8 +202,9 @@ def record(model: Model) -> tuple[Golden, list[int]]:
 
 def update(spec: str) -> Golden:
     """(Re)write the golden of one model; the only writer of regression/golden/."""
-    if valgrind() is None:  # a golden without its instruction count would silently disarm that gate
-        raise InputError("valgrind not found: apt-get install valgrind; the golden records instructions per call")
+    why = counting_unavailable()
+    if why:  # a golden without its instruction count would silently disarm that gate
+        raise InputError(f"{why}; the golden records instructions per call")
     model = load_model(spec)
     g, fext_bodies = record(model)
     write_atomic(golden_path(model.name), to_bytes(g, fext_bodies))
@@ -215,7 +222,11 @@ def describe(g: Golden) -> str:
 
 
 # -- the toolchain an instruction count belongs to ------------------------------
-class ValgrindMissing(RuntimeError):
+class CountingUnavailable(RuntimeError):
+    """Instructions cannot be counted on this machine; the message says why."""
+
+
+class ValgrindMissing(CountingUnavailable):
     pass
 
 
@@ -263,6 +274,23 @@ def count_flags() -> list[str]:
     """The flags of the build whose instructions are counted: fixed per target architecture, never the host's."""
     cc, _ = compiler()
     return list(COUNT_FLAGS_X86_64 if _machine(tuple(cc)).startswith("x86_64") else COUNT_FLAGS_OTHER)
+
+
+def counting_unavailable() -> str | None:
+    """Why instructions cannot be counted here, or None: no valgrind, or a CPU that cannot run the counting build
+    (the checksum runs it natively, and valgrind decodes only what the host CPU has)."""
+    if valgrind() is None:
+        return "valgrind not found: apt-get install valgrind"
+    if count_flags() != list(COUNT_FLAGS_X86_64):
+        return None
+    try:
+        cpu = next((ln.split(":", 1)[1].split() for ln in CPUINFO.read_text().splitlines()
+                    if ln.startswith("flags")), None)
+    except OSError:
+        cpu = None
+    missing = [f for f in X86_64_V3_CPU_FLAGS if cpu is not None and f not in cpu]
+    return (f"this CPU lacks {' '.join(missing)} of x86-64-v3, which the instruction-counting build "
+            f"({shlex.join(count_flags())}) needs" if missing else None)
 
 
 def toolchain() -> dict[str, str]:
@@ -389,9 +417,10 @@ class Measurement:
 
 def measure(model: Model, g: Golden, cycles: int = CYCLES) -> Measurement:
     """Instructions per fwd_dyn call on the golden's input states, counted by callgrind."""
+    why = counting_unavailable()
+    if why:
+        raise (ValgrindMissing if valgrind() is None else CountingUnavailable)(why)
     vg = valgrind()
-    if vg is None:
-        raise ValgrindMissing("valgrind not found: apt-get install valgrind")
     dyn = measurement_build(model)
     n = g.n
     pool = np.concatenate([g.q, g.qd, g.tau, g.fext.reshape(n, -1), g.act], axis=1)
@@ -505,7 +534,8 @@ def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
 
 
 def instructions_gate(model: Model, g: Golden) -> Check:
-    """Count the model's instructions per call on the golden's states and check them (ValgrindMissing if absent)."""
+    """Count the model's instructions per call on the golden's states and check them (CountingUnavailable if not
+    possible here)."""
     if not _fits(Dynamics(model), g):
         return Check("instructions", math.nan, INSTRUCTIONS_SLACK, "the stored states do not fit the model",
                      f"the model's sizes changed; if intended, re-record with `{update_command(model.name)}`")

@@ -13,6 +13,7 @@ Planted regressions (extra work in the generated code) must trip both gates,
 the instruction gate against an unplanted build counted in the same run;
 repeated measurements must give identical counts and verdicts.
 """
+import os
 import shlex
 import warnings
 from dataclasses import replace
@@ -31,15 +32,18 @@ from mechdyn.dynamics import Dynamics
 
 from .conftest import dynamics
 
-NO_VALGRIND = "valgrind not found: apt-get install valgrind"
 REPEATS = 10
 REPEAT_MODELS = ["elbow", "hmmwv"]
 PLANT_MODEL = "elbow"
 
 
-def need_valgrind() -> None:
-    if golden.valgrind() is None:
-        pytest.skip(NO_VALGRIND)
+def need_counting() -> None:
+    """Skip, saying why, where instructions cannot be counted; fail instead on CI, which must count."""
+    why = golden.counting_unavailable()
+    if why and os.environ.get(golden.REQUIRE_TOOLCHAIN) == "1":
+        pytest.fail(f"{why}; {golden.REQUIRE_TOOLCHAIN}=1: the instruction gates must run")
+    if why:
+        pytest.skip(why)
 
 
 def stored(name: str) -> golden.Golden:
@@ -57,7 +61,7 @@ def test_flops(model_name, gate):
 
 
 def test_instructions(model_name, gate):
-    need_valgrind()
+    need_counting()
     g = golden.load_for(dynamics(model_name))
     if g is None:
         gate(model_name, golden.missing(model_name, "instructions", golden.INSTRUCTIONS_SLACK))
@@ -71,7 +75,7 @@ def test_instructions(model_name, gate):
 @pytest.mark.parametrize("name", REPEAT_MODELS)
 def test_instructions_deterministic(name):
     """Ten counts of the same build on the same states: identical figures, identical verdicts."""
-    need_valgrind()
+    need_counting()
     g = stored(name)
     model = load_model(name)
     counts = [golden.measure(model, g) for _ in range(REPEATS)]
@@ -127,7 +131,7 @@ def test_counting_flags_resolve_without_the_host():
 @pytest.mark.parametrize("production", ["-O2 -march=x86-64-v2 -fno-math-errno", "-O1"])
 def test_count_ignores_production_flags(production, monkeypatch):
     """Other production flags ($MECHDYN_CFLAGS): the same counting build, count and toolchain; gate compared."""
-    need_valgrind()
+    need_counting()
     g = stored("elbow")
     model = load_model("elbow")
     default = golden.measure(model, g)
@@ -141,6 +145,20 @@ def test_count_ignores_production_flags(production, monkeypatch):
     assert golden.measurement_build(model).library == default_lib
     assert not golden.rebaselined(check) and check.passed
     assert compiler()[1] == shlex.split(production)  # the counting build left the production flags alone
+
+
+def test_a_cpu_without_x86_64_v3_cannot_count(monkeypatch, tmp_path):
+    """A CPU that cannot run the counting build is refused with the reason, before any build runs under valgrind."""
+    if golden.count_flags() != list(golden.COUNT_FLAGS_X86_64) or golden.valgrind() is None:
+        pytest.skip(f"needs valgrind and the x86-64 counting flags; have {golden.count_flags()}")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt avx xsave\n")
+    monkeypatch.setattr(golden, "CPUINFO", cpuinfo)
+    why = golden.counting_unavailable()
+    print(why)
+    assert why and "lacks avx2 bmi1 bmi2 f16c fma abm movbe of x86-64-v3" in why
+    with pytest.raises(golden.CountingUnavailable, match="lacks avx2"):
+        golden.measure(load_model("elbow"), stored("elbow"))
 
 
 def test_fewer_flops_pass_with_a_note():
@@ -207,7 +225,8 @@ def test_planted_regression_trips_speed_gates(plant, monkeypatch, tmp_path):
     this run, on the same states with the same toolchain, so it is always compared, on any machine."""
     g = stored(PLANT_MODEL)
     target, attr, replacement, trips_instructions = PLANTS[plant]
-    base = golden.measure(load_model(PLANT_MODEL), g) if trips_instructions and golden.valgrind() else None
+    count = trips_instructions and not golden.counting_unavailable()
+    base = golden.measure(load_model(PLANT_MODEL), g) if count else None
     monkeypatch.setattr(target, attr, replacement)
     monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))  # the planted build must not enter the real cache
     model = load_model(PLANT_MODEL)
@@ -220,7 +239,7 @@ def test_planted_regression_trips_speed_gates(plant, monkeypatch, tmp_path):
     if not trips_instructions:
         return
     if base is None:
-        pytest.skip(f"flop gate tripped; instruction gate not run: {NO_VALGRIND}")
+        need_counting()  # skips (fails on CI) saying why, after the flop gate has run
     planted = golden.measure(model, g)
     unplanted = replace(g, instructions=base.instructions, toolchain=base.toolchain)
     instr = golden.instructions_check(PLANT_MODEL, planted, unplanted)
