@@ -432,7 +432,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
     from crosscheck.pinocchio import timing as pint
     from mechdyn.codegen.build import compiler
     from mechdyn.core.sample import states as sample_states
-    from mechdyn.golden import measurement_build
+    from mechdyn.golden import counting_unavailable, measurement_build
 
     model = dyn.model
     pool_states = list(sample_states(model, POOL, seed, tear=0.0))
@@ -486,7 +486,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
                      if model.loops else None)
         mj_ns = _timed(lambda n, r: float(_run_program(mj_cmd(n, r)).split()[0]), POOL, seconds, repeats)
         ins = [None, None, None, None, None]
-        if count and shutil.which("valgrind"):
+        if count and counting_unavailable() is None:
             # the generated code is counted on the regression gates' counting build (portable fixed flags, no
             # AVX-512, which valgrind cannot decode), so these figures match `mechdyn golden`'s
             n = 2 * POOL

@@ -223,11 +223,7 @@ def describe(g: Golden) -> str:
 
 # -- the toolchain an instruction count belongs to ------------------------------
 class CountingUnavailable(RuntimeError):
-    """Instructions cannot be counted on this machine; the message says why."""
-
-
-class ValgrindMissing(CountingUnavailable):
-    pass
+    """Instructions cannot be counted on this machine (no valgrind, or the CPU); the message says why."""
 
 
 def valgrind() -> str | None:
@@ -419,7 +415,7 @@ def measure(model: Model, g: Golden, cycles: int = CYCLES) -> Measurement:
     """Instructions per fwd_dyn call on the golden's input states, counted by callgrind."""
     why = counting_unavailable()
     if why:
-        raise (ValgrindMissing if valgrind() is None else CountingUnavailable)(why)
+        raise CountingUnavailable(why)
     vg = valgrind()
     dyn = measurement_build(model)
     n = g.n
