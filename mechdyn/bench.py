@@ -259,24 +259,6 @@ def no_avx512() -> list[str]:
     return ["-mno-avx512f"] if platform.machine() in ("x86_64", "AMD64") else []
 
 
-def _counted_build(model) -> Dynamics:
-    """The model's generated module built with the production flags plus no_avx512(), for callgrind."""
-    from mechdyn.codegen.build import compiler
-
-    flags = compiler()[1]
-    if all(f in flags for f in no_avx512()):
-        return Dynamics(model)
-    old = os.environ.get("MECHDYN_CFLAGS")
-    os.environ["MECHDYN_CFLAGS"] = shlex.join([*flags, *no_avx512()])
-    try:
-        return Dynamics(model)
-    finally:
-        if old is None:
-            del os.environ["MECHDYN_CFLAGS"]
-        else:
-            os.environ["MECHDYN_CFLAGS"] = old
-
-
 def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str]) -> None:
     """The timing program's checksum (the sum of output c mod nv of call c) against the same engine's results
     computed from Python on the pool, so that a timed loop is known to compute what it claims."""
@@ -450,6 +432,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
     from crosscheck.pinocchio import timing as pint
     from mechdyn.codegen.build import compiler
     from mechdyn.core.sample import states as sample_states
+    from mechdyn.golden import counting_unavailable, measurement_build
 
     model = dyn.model
     pool_states = list(sample_states(model, POOL, seed, tear=0.0))
@@ -503,12 +486,13 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
                      if model.loops else None)
         mj_ns = _timed(lambda n, r: float(_run_program(mj_cmd(n, r)).split()[0]), POOL, seconds, repeats)
         ins = [None, None, None, None, None]
-        if count and shutil.which("valgrind"):
-            # valgrind cannot decode AVX-512: the generated code is counted in a build with it turned off
+        if count and counting_unavailable() is None:
+            # the generated code is counted on the regression gates' counting build (portable fixed flags, no
+            # AVX-512, which valgrind cannot decode), so these figures match `mechdyn golden`'s
             n = 2 * POOL
 
             def gen_count(m: Model) -> float | None:
-                return callgrind_instructions([gen_exe, _counted_build(m).library, t / "gen.bin", POOL, n],
+                return callgrind_instructions([gen_exe, measurement_build(m).library, t / "gen.bin", POOL, n],
                                               "fwd_dyn_bench", n)
 
             ins = [gen_count(model), callgrind_instructions(pin_cmd(n, 1, conv), "peer_loop", n),

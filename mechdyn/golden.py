@@ -8,26 +8,44 @@
 - the generated code's outputs there: qdd (`fwd_dyn`) and the observe vector;
 - `meta`, a JSON string: the flop count per call (`fwd_dyn_flops`), the
   instructions per `fwd_dyn` call counted by callgrind, and the toolchain the
-  instructions were counted with (compiler identity, flags, the resolved target,
-  libc and valgrind versions).
+  instructions were counted with (compiler identity, the counting flags, the
+  target they resolve to, libc and valgrind versions).
 
 The regression gates (regression/test_golden.py, regression/test_speed.py)
 read the file and never write it. The inputs are stored rather than
 re-sampled, so the gates do not depend on the sampler staying identical.
 
 Instruction counts. A small C driver (`DRIVER_C`, compiled once into the
-cache) dlopens the model's compiled extension, calls `fwd_dyn` once per pool
+cache) dlopens a compiled extension of the model, calls `fwd_dyn` once per pool
 state to bind lazy symbols and warm up, then `CYCLES` more times over the
 pool, under `valgrind --tool=callgrind --zero-before=mechdyn_measure_start
 --toggle-collect=fwd_dyn`: only instructions executed inside `fwd_dyn` and its
 callees (sincos) on the measured calls are counted. Whole passes over the same
 pool make the figure an exact average, identical on every run.
 
-Valgrind (3.19 and every release since) cannot decode AVX-512 instructions,
-and `-march=native` on an AVX-512 machine lets gcc use them (xmm16-31 as scalar
-registers). The instruction figure is therefore counted on a sibling build with
-`-mno-avx512f` appended to the production flags when they enable AVX-512; it is
-cached beside the production build, and the flags it used are in the toolchain.
+The counting build. The production build's flags (`-march=native` by default,
+or $MECHDYN_CFLAGS) depend on the host CPU, and valgrind cannot decode the
+AVX-512 code `-march=native` emits where the CPU has it. So instructions are
+counted on a build of its own, compiled with `count_flags()` whatever
+$MECHDYN_CFLAGS says: `-O2 -march=x86-64-v3 -mtune=generic -fno-math-errno` on
+x86-64 (AVX2 and FMA, which valgrind decodes; gcc reads no cpuid for a named
+-march), the compiler's default target elsewhere. The figure then depends on
+the compiler and the generated code, not on the host or the production flags.
+It runs on any x86-64-v3 CPU; on an older one `counting_unavailable()` says
+so and measuring refuses, as without valgrind. The toolchain stored with it
+holds only what it depends on: the compiler's identity, the counting flags,
+the target options the compiler proper receives for them (the same on every
+host), libc (its libm serves a sincos beyond the batch's range) and valgrind.
+
+Another toolchain (a different gcc, valgrind or libc) makes the stored figure
+incomparable: the gate cannot say whether the code got slower, so it passes,
+says "not compared (re-baseline needed)" with what changed, and the test
+suite warns; where counting is unavailable the instruction tests skip, saying
+why. A fresh clone with the goldens' toolchain compares every gate. The
+project's CI must compare, never skip: with $MECHDYN_REQUIRE_TOOLCHAIN=1 (set
+by .ci/run) an incomparable golden fails the gate, and so does a machine that
+cannot count, so a CI image that drifted from the goldens' toolchain is
+noticed and re-baselined.
 """
 from __future__ import annotations
 
@@ -63,7 +81,13 @@ OUTPUT_TOL = 1e-12  # scaled error of qdd and observe against the golden
 FLOPS_SLACK = 0.02  # the flop count may grow by 2 % before the gate fails
 INSTRUCTIONS_SLACK = 0.05  # instructions per call may grow by 5 %
 CYCLES = 3  # measured passes over the pool, after one warm-up pass
-NO_AVX512 = "-mno-avx512f"  # valgrind cannot run AVX-512 code
+# instructions are counted on a build for a fixed target, never -march=native (see the module docstring)
+COUNT_FLAGS_X86_64 = ("-O2", "-march=x86-64-v3", "-mtune=generic", "-fno-math-errno")
+COUNT_FLAGS_OTHER = ("-O2", "-fno-math-errno")  # the compiler's default target: fixed by the compiler alone
+# x86-64-v3's features as /proc/cpuinfo names them (abm: lzcnt); a CPU without them cannot run the counting build
+X86_64_V3_CPU_FLAGS = ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")
+CPUINFO = Path("/proc/cpuinfo")
+REQUIRE_TOOLCHAIN = "MECHDYN_REQUIRE_TOOLCHAIN"  # "1": an incomparable instruction golden fails (CI)
 
 
 def update_command(model: str) -> str:
@@ -178,8 +202,9 @@ def record(model: Model) -> tuple[Golden, list[int]]:
 
 def update(spec: str) -> Golden:
     """(Re)write the golden of one model; the only writer of regression/golden/."""
-    if valgrind() is None:  # a golden without its instruction count would silently disarm that gate
-        raise InputError("valgrind not found: apt-get install valgrind; the golden records instructions per call")
+    why = counting_unavailable()
+    if why:  # a golden without its instruction count would silently disarm that gate
+        raise InputError(f"{why}; the golden records instructions per call")
     model = load_model(spec)
     g, fext_bodies = record(model)
     write_atomic(golden_path(model.name), to_bytes(g, fext_bodies))
@@ -197,8 +222,8 @@ def describe(g: Golden) -> str:
 
 
 # -- the toolchain an instruction count belongs to ------------------------------
-class ValgrindMissing(RuntimeError):
-    pass
+class CountingUnavailable(RuntimeError):
+    """Instructions cannot be counted on this machine (no valgrind, or the CPU); the message says why."""
 
 
 def valgrind() -> str | None:
@@ -216,7 +241,7 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 @cache
 def _resolved_options(cc: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
-    """The target options the compiler proper receives for these flags (what -march=native expands to)."""
+    """The target options the compiler proper receives for these flags (what -march=native would expand to)."""
     out = _run([*cc, *flags, "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull])
     for line in out.stderr.splitlines():
         toks = [t.strip('"') for t in line.split()]
@@ -235,27 +260,45 @@ def _resolved_options(cc: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str,
     return ()
 
 
-def measurement_flags() -> list[str]:
-    """The production flags, plus -mno-avx512f when they let the compiler use AVX-512."""
-    cc, flags = compiler()
-    opts = _resolved_options(tuple(cc), tuple(flags))
-    avx512 = "-mavx512f" in opts or "+avx512f" in opts
-    return [*flags, NO_AVX512] if avx512 and NO_AVX512 not in flags else flags
+@cache
+def _machine(cc: tuple[str, ...]) -> str:
+    """The compiler's target triple (its --version line does not name it)."""
+    return _run([*cc, "-dumpmachine"]).stdout.strip() or "unknown"
+
+
+def count_flags() -> list[str]:
+    """The flags of the build whose instructions are counted: fixed per target architecture, never the host's."""
+    cc, _ = compiler()
+    return list(COUNT_FLAGS_X86_64 if _machine(tuple(cc)).startswith("x86_64") else COUNT_FLAGS_OTHER)
+
+
+def counting_unavailable() -> str | None:
+    """Why instructions cannot be counted here, or None: no valgrind, or a CPU that cannot run the counting build
+    (the checksum runs it natively, and valgrind decodes only what the host CPU has)."""
+    if valgrind() is None:
+        return "valgrind not found: apt-get install valgrind"
+    if count_flags() != list(COUNT_FLAGS_X86_64):
+        return None
+    try:
+        cpu = next((ln.split(":", 1)[1].split() for ln in CPUINFO.read_text().splitlines()
+                    if ln.startswith("flags")), None)
+    except OSError:
+        cpu = None
+    missing = [f for f in X86_64_V3_CPU_FLAGS if cpu is not None and f not in cpu]
+    return (f"this CPU lacks {' '.join(missing)} of x86-64-v3, which the instruction-counting build "
+            f"({shlex.join(count_flags())}) needs" if missing else None)
 
 
 def toolchain() -> dict[str, str]:
     """Everything an instruction count depends on besides the generated code and its inputs."""
     cc, _ = compiler()
-    flags = measurement_flags()
+    flags = count_flags()
     opts = _resolved_options(tuple(cc), tuple(flags))
-    march = next((o.split("=", 1)[1] for o in opts if o.startswith("-march=")), "")  # gcc
-    if not march and "-target-cpu" in opts:
-        march = opts[opts.index("-target-cpu") + 1]  # clang
     vg = _valgrind_version(valgrind()) if valgrind() else "none"
     return {
         "compiler": _compiler_identity(tuple(cc)),
         "cflags": shlex.join(flags),
-        "target": f"{march or 'unknown'} #{hashlib.sha256(' '.join(opts).encode()).hexdigest()[:12]}",
+        "target": " ".join([_machine(tuple(cc)), *opts]),
         "libc": os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else "unknown",
         "valgrind": vg,
     }
@@ -356,11 +399,8 @@ def _cflags(flags: list[str]) -> Iterator[None]:
 
 
 def measurement_build(model: Model) -> Dynamics:
-    """The build whose instructions are counted: the production one unless AVX-512 must be turned off."""
-    flags = measurement_flags()
-    if flags == compiler()[1]:
-        return Dynamics(model)
-    with _cflags(flags):
+    """The build whose instructions are counted: the model compiled with count_flags(), not the production flags."""
+    with _cflags(count_flags()):
         return Dynamics(model)
 
 
@@ -373,9 +413,10 @@ class Measurement:
 
 def measure(model: Model, g: Golden, cycles: int = CYCLES) -> Measurement:
     """Instructions per fwd_dyn call on the golden's input states, counted by callgrind."""
+    why = counting_unavailable()
+    if why:
+        raise CountingUnavailable(why)
     vg = valgrind()
-    if vg is None:
-        raise ValgrindMissing("valgrind not found: apt-get install valgrind")
     dyn = measurement_build(model)
     n = g.n
     pool = np.concatenate([g.q, g.qd, g.tau, g.fext.reshape(n, -1), g.act], axis=1)
@@ -460,7 +501,8 @@ def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
     """Instructions per call may exceed the golden by INSTRUCTIONS_SLACK, when counted with the same toolchain.
 
     A golden counted with another toolchain is not comparable: the check passes
-    with value 0 and says so in its detail and note (the caller should also warn).
+    with value 0 and says so in its detail and note (the caller should also warn),
+    or, with $MECHDYN_REQUIRE_TOOLCHAIN=1, fails with value inf and the same note.
     """
     if g.instructions is None or g.toolchain != m.toolchain:
         if g.toolchain is None:
@@ -469,9 +511,11 @@ def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
             changed = [f"{k} changed from '{g.toolchain.get(k)}' to '{m.toolchain.get(k)}'"
                        for k in sorted(set(g.toolchain) | set(m.toolchain)) if g.toolchain.get(k) != m.toolchain.get(k)]
             why = "; ".join(changed) + ": instruction golden not comparable"
-        return Check("instructions", 0.0, INSTRUCTIONS_SLACK,
+        required = os.environ.get(REQUIRE_TOOLCHAIN) == "1"
+        return Check("instructions", math.inf if required else 0.0, INSTRUCTIONS_SLACK,
                      f"{m.instructions:.1f} instructions/call, not compared (re-baseline needed)",
-                     f"{why}; re-baseline with `{update_command(model)}`")
+                     f"{why}; re-baseline with `{update_command(model)}`"
+                     + (f" ({REQUIRE_TOOLCHAIN}=1: an incomparable golden fails)" if required else ""))
     excess = m.instructions / g.instructions - 1.0
     detail = (f"{m.instructions:.1f} instructions per fwd_dyn call vs golden {g.instructions:.1f} "
               f"({100 * excess:+.2f} %, callgrind, {m.calls} calls), relative excess")
@@ -486,7 +530,8 @@ def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
 
 
 def instructions_gate(model: Model, g: Golden) -> Check:
-    """Count the model's instructions per call on the golden's states and check them (ValgrindMissing if absent)."""
+    """Count the model's instructions per call on the golden's states and check them (CountingUnavailable if not
+    possible here)."""
     if not _fits(Dynamics(model), g):
         return Check("instructions", math.nan, INSTRUCTIONS_SLACK, "the stored states do not fit the model",
                      f"the model's sizes changed; if intended, re-record with `{update_command(model.name)}`")
