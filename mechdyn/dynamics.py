@@ -29,6 +29,7 @@ QUAT_TOL = 1e-9
 FIND_KINDS = ("poi", "tsda", "rsda", "act")
 _C_LONG_MAX = 2**63 - 1
 _C_INT_MAX = 2**31 - 1
+_F64 = np.dtype(np.float64)
 
 
 def real_array(name: str, x, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -36,18 +37,23 @@ def real_array(name: str, x, shape: tuple[int, ...] | None = None) -> np.ndarray
 
     Real numbers only: bool and integer arrays convert, but complex (the imaginary part would be dropped),
     object and string arrays are refused."""
-    try:
-        a = np.asarray(x)
-    except (ValueError, TypeError) as e:  # ragged nesting and the like
-        raise ValueError(f"{name} is not an array of numbers ({e}); expected float64"
-                         + (f" of shape {shape}" if shape is not None else "")) from None
-    if a.dtype.kind not in "biuf":
-        raise ValueError(f"{name} has dtype {a.dtype}; expected real numbers (float64; bool and int convert)"
-                         + (f" of shape {shape}" if shape is not None else ""))
+    if type(x) is np.ndarray and x.dtype is _F64 and x.flags.c_contiguous:  # the hot path: nothing to convert
+        a = x
+    else:
+        try:
+            a = np.asarray(x)
+        except (ValueError, TypeError) as e:  # ragged nesting and the like
+            raise ValueError(f"{name} is not an array of numbers ({e}); expected float64"
+                             + (f" of shape {shape}" if shape is not None else "")) from None
+        if a.dtype.kind not in "biuf":
+            raise ValueError(f"{name} has dtype {a.dtype}; expected real numbers (float64; bool and int convert)"
+                             + (f" of shape {shape}" if shape is not None else ""))
+        a = np.asarray(a, dtype=np.float64)
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
     if shape is not None and a.shape != shape:
         raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
-    a = np.asarray(a, dtype=np.float64)
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    return a
 
 
 def real_scalar(name: str, x, finite: bool = True) -> float:
@@ -83,6 +89,13 @@ class Dynamics:
         self._quat_bodies = floating
         self._quat_slots = np.array([i + k for _, i in floating for k in range(4)], dtype=np.intp)
         self._no_fext = np.array([i for i, b in enumerate(model.bodies) if not b.fext], dtype=np.intp)
+        runs: list[list[int]] = []  # the byte ranges of those bodies' rows in one (nbody, 6) float64 array, merged
+        for i in self._no_fext:
+            if runs and runs[-1][1] == 48 * i:
+                runs[-1][1] += 48
+            else:
+                runs.append([48 * i, 48 * (i + 1)])
+        self._no_fext_runs, self._zero_fext_bytes = [(lo, hi) for lo, hi in runs], bytes(48 * model.nbody)
 
     def __repr__(self) -> str:
         return f"<mechdyn.Dynamics {self.model.name}: nq {self.nq}, nv {self.nv}, nact {self.nact}>"
@@ -132,7 +145,16 @@ class Dynamics:
 
     def _check_fext(self, name: str, f: np.ndarray) -> None:
         """No nonzero row in f (..., nbody, 6) on a body without `fext 1`: the dynamics would ignore it."""
-        if not self._no_fext.size or not np.count_nonzero(f.take(self._no_fext, axis=-2)):
+        if not self._no_fext.size:
+            return
+        if f.ndim == 2:  # one state, on the hot path: those rows' bytes against +0.0's (a -0.0 falls through)
+            b, z = f.tobytes(), self._zero_fext_bytes
+            if len(self._no_fext) == self.nbody:
+                if b == z:
+                    return
+            elif all(b[lo:hi] == z[lo:hi] for lo, hi in self._no_fext_runs):
+                return
+        if not np.count_nonzero(f.take(self._no_fext, axis=-2)):
             return
         bodies = [self.model.bodies[j].name for j in self._no_fext if np.count_nonzero(f[..., j, :])]
         raise ValueError(f"{name} has nonzero rows for bodies {', '.join(bodies)}, which do not declare `fext 1`, so "
