@@ -22,8 +22,8 @@ from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
 
-# | |Q| - 1 | allowed for a floating body's quaternion. The exact drift keeps mechdyn's own trajectories within a
-# few 1e-15 of unit norm (tests/test_api_safety.py measures it), and a quaternion off by 1e-9 turns its rotation
+# | |Q| - 1 | allowed for a floating body's quaternion. The exact drift keeps mechdyn's own trajectories within
+# ~1e-14 of unit norm (tests/test_api_safety.py measures it), and a quaternion off by 1e-9 scales its rotation
 # matrix by no more than ~2e-9, so states from mechdyn pass and mistyped or unnormalized attitudes do not.
 QUAT_TOL = 1e-9
 FIND_KINDS = ("poi", "tsda", "rsda", "act")
@@ -56,10 +56,10 @@ def real_array(name: str, x, shape: tuple[int, ...] | None = None) -> np.ndarray
     return a
 
 
-def real_scalar(name: str, x, finite: bool = True) -> float:
-    """x as a float (a real number, finite unless `finite` is False); ValueError naming `name` otherwise."""
+def real_scalar(name: str, x) -> float:
+    """x as a float (a finite real number); ValueError naming `name` otherwise."""
     v = float(real_array(name, x, ()))
-    if finite and not math.isfinite(v):
+    if not math.isfinite(v):
         raise ValueError(f"{name} is {v}, expected a finite number")
     return v
 
