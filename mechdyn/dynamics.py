@@ -4,17 +4,73 @@
     qdd = mdl.forward(q, qd, tau)                  # fext=None, act=None
     QDD = mdl.forward_batch(Q, QD, TAU)            # one C call over n states
     obs = mdl.observe(q, qd); i = mdl.find("poi", "tip")
+
+Every entry checks what it hands to C (shape, real dtype, in-place buffers,
+integer ranges) and raises ValueError naming the argument, so that no input can
+make the C code read or write outside a buffer.
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 
 from mechdyn.codegen.build import build
+from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
+
+# | |Q| - 1 | allowed for a floating body's quaternion. The exact drift keeps mechdyn's own trajectories within
+# ~1e-14 of unit norm (tests/test_api_safety.py measures it), and a quaternion off by 1e-9 scales its rotation
+# matrix by no more than ~2e-9, so states from mechdyn pass and mistyped or unnormalized attitudes do not.
+QUAT_TOL = 1e-9
+FIND_KINDS = ("poi", "tsda", "rsda", "act")
+_C_LONG_MAX = 2**63 - 1
+_C_INT_MAX = 2**31 - 1
+_F64 = np.dtype(np.float64)
+
+
+def real_array(name: str, x, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """x as a C-contiguous float64 array, of exactly `shape` if given; ValueError naming `name` otherwise.
+
+    Real numbers only: bool and integer arrays convert, but complex (the imaginary part would be dropped),
+    object and string arrays are refused."""
+    if type(x) is np.ndarray and x.dtype is _F64 and x.flags.c_contiguous:  # the hot path: nothing to convert
+        a = x
+    else:
+        try:
+            a = np.asarray(x)
+        except (ValueError, TypeError) as e:  # ragged nesting and the like
+            raise ValueError(f"{name} is not an array of numbers ({e}); expected float64"
+                             + (f" of shape {shape}" if shape is not None else "")) from None
+        if a.dtype.kind not in "biuf":
+            raise ValueError(f"{name} has dtype {a.dtype}; expected real numbers (float64; bool and int convert)"
+                             + (f" of shape {shape}" if shape is not None else ""))
+        a = np.asarray(a, dtype=np.float64)
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+    return a
+
+
+def real_scalar(name: str, x) -> float:
+    """x as a float (a finite real number); ValueError naming `name` otherwise."""
+    v = float(real_array(name, x, ()))
+    if not math.isfinite(v):
+        raise ValueError(f"{name} is {v}, expected a finite number")
+    return v
+
+
+def integer(name: str, x, least: int, most: int = _C_LONG_MAX) -> int:
+    """x as an int in [least, most] (the range the C parameter takes); ValueError naming `name` otherwise."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"{name} is {x!r} ({type(x).__name__}), expected an integer >= {least}")
+    if not least <= x <= most:
+        raise ValueError(f"{name} is {x}, expected an integer in [{least}, {most}]")
+    return int(x)
 
 
 class Dynamics:
@@ -29,50 +85,117 @@ class Dynamics:
         self.nbody, self.observe_len, self.flops = lib.fwd_dyn_nbody, lib.fwd_dyn_observe_len, lib.fwd_dyn_flops
         if (self.nq, self.nv, self.nbody) != (model.nq, model.nv, model.nbody):
             raise RuntimeError(f"compiled module {self.library} does not match model {model.name}")
+        floating = [(b.name, i) for b, i in zip(model.bodies, model.qidx) if b.joint == "floating"]
+        self._quat_bodies = floating
+        self._quat_slots = np.array([i + k for _, i in floating for k in range(4)], dtype=np.intp)
+        self._no_fext = np.array([i for i, b in enumerate(model.bodies) if not b.fext], dtype=np.intp)
+        runs: list[list[int]] = []  # the byte ranges of those bodies' rows in one (nbody, 6) float64 array, merged
+        for i in self._no_fext:
+            if runs and runs[-1][1] == 48 * i:
+                runs[-1][1] += 48
+            else:
+                runs.append([48 * i, 48 * (i + 1)])
+        self._no_fext_runs, self._zero_fext_bytes = [(lo, hi) for lo, hi in runs], bytes(48 * model.nbody)
 
     def __repr__(self) -> str:
         return f"<mechdyn.Dynamics {self.model.name}: nq {self.nq}, nv {self.nv}, nact {self.nact}>"
 
     # -- argument checking -------------------------------------------------
-    def _arr(self, name: str, x, shape: tuple[int, ...], optional: bool = False):
-        """x as a C-contiguous float64 array of exactly `shape`, and a cffi array over it (which keeps it alive)."""
+    def _arr(self, name: str, x, shape: tuple[int, ...], optional: bool = False, inplace: bool = False,
+             min_rows: bool = False):
+        """x as a C-contiguous float64 array of exactly `shape`, and a cffi array over it (which keeps it alive).
+
+        `inplace`: C writes into x, so it must already be a writeable C-contiguous float64 ndarray (no copy).
+        `min_rows`: shape[0] is the least number of rows, as for a buffer C fills only partly."""
         if x is None:
             if optional:
                 return None, self._ffi.NULL
-            raise ValueError(f"{name} is required")
-        a = np.ascontiguousarray(x, dtype=np.float64)
-        if a.shape != shape:
-            raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+            raise ValueError(f"{name} is required: expected shape {shape}")
+        if inplace:
+            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.flags.c_contiguous
+                    and x.flags.writeable):
+                raise ValueError(f"{name} must be a writeable C-contiguous float64 numpy array of shape {shape}: "
+                                 f"it is written in place")
+            a = x
+        else:
+            a = real_array(name, x)
+        if a.shape != shape and not (min_rows and a.ndim == len(shape) and a.shape[1:] == shape[1:]
+                                     and a.shape[0] >= shape[0]):
+            want = f"({shape[0]} or more rows, {', '.join(map(str, shape[1:]))})" if min_rows else str(shape)
+            raise ValueError(f"{name} has shape {a.shape}, expected {want}")
         return a, self._ffi.from_buffer("double[]", a)
 
     def _fext_shape(self, n: int | None) -> tuple[int, ...]:
         return (self.nbody, 6) if n is None else (n, self.nbody, 6)
 
+    def _check_quaternions(self, name: str, q: np.ndarray) -> None:
+        """Each floating body's quaternion in q (..., nq) has | |Q| - 1 | <= QUAT_TOL (NaN is let through)."""
+        if not self._quat_bodies:
+            return
+        Q = q[..., self._quat_slots].reshape(*q.shape[:-1], len(self._quat_bodies), 4)
+        norm = np.sqrt(np.einsum("...i,...i", Q, Q))
+        bad = np.abs(norm - 1.0) > QUAT_TOL
+        if bad.any():
+            *state, j = (int(i) for i in np.argwhere(bad)[0])
+            body, slot = self._quat_bodies[j]
+            at = f"{name}[{state[0]}]" if state else name
+            raise ValueError(f"{at}: the quaternion of floating body '{body}' ({name} slots {slot}..{slot + 3}) has "
+                             f"norm {norm[(*state, j)]:.12g}; expected a unit quaternion (| |Q| - 1 | <= {QUAT_TOL:g}):"
+                             f" normalize it")
+
+    def _check_fext(self, name: str, f: np.ndarray) -> None:
+        """No nonzero row in f (..., nbody, 6) on a body without `fext 1`: the dynamics would ignore it."""
+        if not self._no_fext.size:
+            return
+        if f.ndim == 2:  # one state, on the hot path: those rows' bytes against +0.0's (a -0.0 falls through)
+            b, z = f.tobytes(), self._zero_fext_bytes
+            if len(self._no_fext) == self.nbody:
+                if b == z:
+                    return
+            elif all(b[lo:hi] == z[lo:hi] for lo, hi in self._no_fext_runs):
+                return
+        if not np.count_nonzero(f.take(self._no_fext, axis=-2)):
+            return
+        bodies = [self.model.bodies[j].name for j in self._no_fext if np.count_nonzero(f[..., j, :])]
+        raise ValueError(f"{name} has nonzero rows for bodies {', '.join(bodies)}, which do not declare `fext 1`, so "
+                         f"the dynamics would ignore them: declare `fext 1` on those bodies in {self.model.path}")
+
     def _states(self, Q, QD, TAU, FEXT, ACT, optional: bool) -> tuple[int, list]:
         """n, and n states' Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact) as C arrays."""
-        Q = np.asarray(Q)
+        Q = real_array("Q", Q)
         if Q.ndim != 2:
             raise ValueError(f"Q has shape {Q.shape}, expected (n, {self.nq})")
-        n = Q.shape[0]
-        return n, [self._arr("Q", Q, (n, self.nq))[1], self._arr("QD", QD, (n, self.nv))[1],
-                   self._arr("TAU", TAU, (n, self.nv))[1],
-                   self._arr("FEXT", FEXT, self._fext_shape(n), optional=optional)[1],
+        n = integer("the number of states n", Q.shape[0], 0, _C_INT_MAX)
+        _, pq = self._arr("Q", Q, (n, self.nq))
+        self._check_quaternions("Q", Q)
+        fa, pf = self._arr("FEXT", FEXT, self._fext_shape(n), optional=optional)
+        if fa is not None:
+            self._check_fext("FEXT", fa)
+        return n, [pq, self._arr("QD", QD, (n, self.nv))[1], self._arr("TAU", TAU, (n, self.nv))[1], pf,
                    self._arr("ACT", ACT, (n, self.nact), optional=optional)[1]]
 
     # -- the generated functions -------------------------------------------
     def forward(self, q, qd, tau, fext=None, act=None) -> np.ndarray:
-        """qdd for one state; fext is (nbody, 6) in base coordinates, act is (nact,)."""
-        _, pq = self._arr("q", q, (self.nq,))
+        """qdd for one state; fext is (nbody, 6) in base coordinates, act is (nact,).
+
+        Refused with ValueError: wrong shapes, non-real dtypes, a floating body's quaternion off unit norm by more
+        than QUAT_TOL, and a nonzero fext row on a body that does not declare `fext 1`."""
+        qa, pq = self._arr("q", q, (self.nq,))
+        if self._quat_bodies:
+            self._check_quaternions("q", qa)
         _, pqd = self._arr("qd", qd, (self.nv,))
         _, ptau = self._arr("tau", tau, (self.nv,))
-        _, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
+        fa, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
+        if fa is not None:
+            self._check_fext("fext", fa)
         _, pa = self._arr("act", act, (self.nact,), optional=True)
         out = np.empty(self.nv)
         self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.from_buffer("double[]", out))
         return out
 
     def forward_batch(self, Q, QD, TAU, FEXT=None, ACT=None) -> np.ndarray:
-        """qdd for n states in one C call: Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact)."""
+        """qdd for n states in one C call: Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact);
+        checked as in forward, a bad quaternion named by its state index."""
         n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=True)
         out = np.empty((n, self.nv))
         self._lib.fwd_dyn_batch(n, *args, self._ffi.from_buffer("double[]", out))
@@ -80,48 +203,82 @@ class Dynamics:
 
     def observe(self, q, qd) -> np.ndarray:
         """POI world position and velocity (6 each), then TSDA length and rate, then RSDA angle and rate."""
-        _, pq = self._arr("q", q, (self.nq,))
+        qa, pq = self._arr("q", q, (self.nq,))
+        self._check_quaternions("q", qa)
         _, pqd = self._arr("qd", qd, (self.nv,))
         out = np.empty(self.observe_len)
         self._lib.fwd_dyn_observe(pq, pqd, self._ffi.from_buffer("double[]", out))
         return out
 
     def find(self, kind: str, name: str) -> int:
-        """Index of `name` among the model's "poi", "tsda", "rsda" or "act" entries; -1 if unknown."""
+        """Index of the entry called `name` among the model's `kind` ("poi", "tsda", "rsda" or "act"), or -1 if
+        there is none (as fwd_dyn_find returns). The name must match whole; an unknown kind raises ValueError."""
+        if kind not in FIND_KINDS:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(FIND_KINDS)}")
+        if not isinstance(name, str):
+            raise ValueError(f"name is {name!r} ({type(name).__name__}), expected a str")
+        if "\0" in name:  # C would see only the part before the NUL
+            return -1
         return int(self._lib.fwd_dyn_find(kind.encode(), name.encode()))
 
     def drift(self, q, qd, tau: float) -> np.ndarray:
         """q advanced by tau at constant qd with the generated integration rule (fwd_dyn_drift)."""
-        out, pq = self._arr("q", np.array(q, dtype=np.float64), (self.nq,))
+        out, pq = self._arr("q", np.array(real_array("q", q)), (self.nq,))  # a copy: C writes into it
+        self._check_quaternions("q", out)
         _, pqd = self._arr("qd", qd, (self.nv,))
-        self._lib.fwd_dyn_drift(pq, pqd, tau)
+        self._lib.fwd_dyn_drift(pq, pqd, real_scalar("tau", tau))
         return out
 
     def step(self, scheme: int, nsteps: int, t0: float, dt: float, q: np.ndarray, qd: np.ndarray, qdd_prev: np.ndarray,
              tau: np.ndarray, fext: np.ndarray | None, act: np.ndarray | None, dt_sched: float,
              stride: int, traj_q: np.ndarray, traj_qd: np.ndarray) -> int:
-        """nsteps of fwd_dyn_sim from time t0 on (q, qd, qdd_prev) in place; inputs are (nsched, ...) schedules."""
-        n = tau.shape[0]
-        ptr = lambda name, a, shape, opt=False: self._arr(name, a, shape, opt)[1]  # noqa: E731
-        for name, a in (("q", q), ("qd", qd), ("qdd_prev", qdd_prev), ("traj_q", traj_q), ("traj_qd", traj_qd)):
-            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous):
-                raise ValueError(f"{name} must be a C-contiguous float64 array: it is written in place")
-        return self._lib.fwd_dyn_sim(
-            scheme, nsteps, t0, dt, ptr("q", q, (self.nq,)), ptr("qd", qd, (self.nv,)), ptr("qdd_prev", qdd_prev, (self.nv,)),
-            n, dt_sched, ptr("tau", tau, (n, self.nv)), ptr("fext", fext, (n, self.nbody, 6), True),
-            ptr("act", act, (n, self.nact), True), stride,
-            ptr("traj_q", traj_q, traj_q.shape), ptr("traj_qd", traj_qd, traj_qd.shape))
+        """nsteps of fwd_dyn_sim from time t0 on (q, qd, qdd_prev) in place; inputs are (nsched, ...) schedules.
+
+        q, qd, qdd_prev, traj_q and traj_qd are written in place: writeable C-contiguous float64 arrays, the
+        trajectory buffers with at least nsteps // stride rows. tau (nsched, nv), fext (nsched, nbody, 6) and act
+        (nsched, nact) share one nsched >= 1; dt_sched must be finite and > 0 when nsched > 1."""
+        if scheme not in SCHEMES.values():
+            raise ValueError(f"scheme is {scheme!r}, expected one of {sorted(SCHEMES.values())} ({SCHEMES})")
+        nsteps, stride = integer("nsteps", nsteps, 0), integer("stride", stride, 1)
+        t0, dt = real_scalar("t0", t0), real_scalar("dt", dt)
+        nsched = np.shape(tau)[0] if np.ndim(tau) == 2 else 0
+        if nsched < 1:
+            raise ValueError(f"tau has shape {np.shape(tau)}, expected (nsched, {self.nv}) with nsched >= 1")
+        nsched = integer("nsched (the schedule's length)", nsched, 1, _C_INT_MAX)
+        dt_sched = real_scalar("dt_sched", dt_sched)
+        if nsched > 1 and dt_sched <= 0:
+            raise ValueError(f"dt_sched is {dt_sched}, expected > 0 for a schedule of {nsched} samples")
+        _, pq = self._arr("q", q, (self.nq,), inplace=True)
+        self._check_quaternions("q", q)
+        _, pqd = self._arr("qd", qd, (self.nv,), inplace=True)
+        _, pqdd = self._arr("qdd_prev", qdd_prev, (self.nv,), inplace=True)
+        _, ptau = self._arr("tau", tau, (nsched, self.nv))
+        fa, pf = self._arr("fext", fext, (nsched, self.nbody, 6), optional=True)
+        if fa is not None:
+            self._check_fext("fext", fa)
+        _, pa = self._arr("act", act, (nsched, self.nact), optional=True)
+        nrec = nsteps // stride  # the rows fwd_dyn_sim writes
+        _, ptq = self._arr("traj_q", traj_q, (nrec, self.nq), inplace=True, min_rows=True)
+        _, ptqd = self._arr("traj_qd", traj_qd, (nrec, self.nv), inplace=True, min_rows=True)
+        return self._lib.fwd_dyn_sim(scheme, nsteps, t0, dt, pq, pqd, pqdd, nsched, dt_sched, ptau, pf, pa, stride,
+                                     ptq, ptqd)
 
     def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
-        """Seconds per fwd_dyn call timed inside C over a pool of states, and the checksum."""
+        """Seconds per fwd_dyn call timed inside C over a pool of n >= 1 states, and the checksum."""
+        ncalls = integer("ncalls", ncalls, 1)
         n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=False)
+        if n < 1:
+            raise ValueError("Q has no states: the pool needs at least one")
         chk = self._ffi.new("double *")
         return self._lib.fwd_dyn_bench(ncalls, n, *args, chk), chk[0]
 
     def time_per_state_batched(self, Q, QD, TAU, FEXT, ACT, nrounds: int) -> tuple[float, float]:
         """Seconds per state of fwd_dyn_batch (four states per SIMD pass) over `nrounds` passes through a pool of
-        states, timed inside C, and the sum of the last pass's outputs."""
+        n >= 1 states, timed inside C, and the sum of the last pass's outputs."""
+        nrounds = integer("nrounds", nrounds, 1)
         n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=False)
+        if n < 1:
+            raise ValueError("Q has no states: the pool needs at least one")
         out, chk = np.empty((n, self.nv)), self._ffi.new("double *")
         return self._lib.fwd_dyn_bench_batch(nrounds, n, *args, self._ffi.from_buffer("double[]", out), chk), chk[0]
 

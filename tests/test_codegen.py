@@ -227,6 +227,7 @@ def test_api_shapes_and_batch():
     n = 5
     Q, QD, TAU = rng.normal(size=(n, d.nq)), rng.normal(size=(n, d.nv)), rng.normal(size=(n, d.nv))
     F, A = rng.normal(size=(n, d.nbody, 6)), rng.normal(size=(n, d.nact))
+    F[:, [i for i, b in enumerate(d.model.bodies) if not b.fext]] = 0.0  # loads there are refused
     batch = d.forward_batch(Q, QD, TAU, F, A)
     single = np.array([d.forward(Q[k], QD[k], TAU[k], F[k], A[k]) for k in range(n)])
     assert np.array_equal(batch, single)

@@ -98,7 +98,8 @@ def observe_vs_dense(dyn: Dynamics, trials: int = 1000, seed: int = 0) -> Check:
 
 
 def find_roundtrip(dyn: Dynamics) -> Check:
-    """fwd_dyn_find returns each declared name's index and -1 for unknown kinds and names; value = mismatches."""
+    """find returns each declared name's index, -1 for unknown names and for a declared name with a tail after a
+    NUL, and raises ValueError for an unknown kind; value = mismatches."""
     model = dyn.model
     acts = sorted((e.act, e.name) for e in (*model.tsdas, *model.rsdas) if e.act >= 0)
     expected = {("poi", p.name): i for i, p in enumerate(model.pois)}
@@ -107,8 +108,15 @@ def find_roundtrip(dyn: Dynamics) -> Check:
     expected |= {("act", n): i for i, n in acts}
     declared = len(expected)
     expected |= {(k, "no-such-name"): -1 for k in ("poi", "tsda", "rsda", "act")}
-    expected |= {("bogus", name): -1 for (_, name) in list(expected)[:1]}
-    bad = [key for key, want in expected.items() if dyn.find(*key) != want]
+    expected |= {(kind, name + "\0junk"): -1 for (kind, name) in list(expected)[:1]}
+    expected |= {("bogus", name): ValueError for (_, name) in list(expected)[:1]}
+
+    def found(kind: str, name: str) -> int | type:
+        try:
+            return dyn.find(kind, name)
+        except ValueError:
+            return ValueError
+    bad = [key for key, want in expected.items() if found(*key) != want]
     return Check("find_roundtrip", float(len(bad)), 0.0,
                  f"{declared} declared names and {len(expected) - declared} bogus lookups, mismatches"
                  + (f" e.g. {bad[0]}" if bad else ""))

@@ -5,7 +5,7 @@ Exports (the C API in README.md, "Python API"):
     void fwd_dyn(q, qd, tau, fext, act, qdd)         fext, act may be NULL
     void fwd_dyn_batch(n, Q, QD, TAU, FEXT, ACT, QDD)   four states per SIMD pass (simd.py)
     void fwd_dyn_observe(q, qd, obs)
-    int  fwd_dyn_find(kind, name)
+    int  fwd_dyn_find(kind, name)                    -1: no such name, -2: no such kind
     double fwd_dyn_bench(ncalls, npool, Q, QD, TAU, FEXT, ACT)
     double fwd_dyn_bench_batch(nrounds, npool, Q, QD, TAU, FEXT, ACT, OUT)
     const int fwd_dyn_nq, fwd_dyn_nv, fwd_dyn_nact, fwd_dyn_nbody, fwd_dyn_observe_len
@@ -34,7 +34,7 @@ from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "9"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "10"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -109,18 +109,17 @@ def observe_length(model: Model) -> int:
 
 
 def _names_table(kind: str, names: list[str]) -> str:
-    """A `kind` lookup branch of fwd_dyn_find."""
-    if not names:
-        return ""
+    """A `kind` lookup branch of fwd_dyn_find (also for a kind with no entries, which is known, not bogus)."""
     table = ", ".join(f'"{n}"' for n in names)
-    return (f'    if (strcmp(kind, "{kind}") == 0) {{\n'
-            f"        static const char *const names[] = {{{table}}};\n"
-            f"        for (int i = 0; i < {len(names)}; ++i) if (strcmp(names[i], name) == 0) return i;\n"
-            f"        return -1;\n    }}\n")
+    lookup = (f"        static const char *const names[] = {{{table}}};\n"
+              f"        for (int i = 0; i < {len(names)}; ++i) if (strcmp(names[i], name) == 0) return i;\n"
+              if names else "")
+    return f'    if (strcmp(kind, "{kind}") == 0) {{\n{lookup}        return -1;\n    }}\n'
 
 
 def find_function(model: Model) -> str:
-    """fwd_dyn_find: a name's index among POIs, TSDAs, RSDAs or act slots; -1 if unknown."""
+    """fwd_dyn_find: a name's index among POIs, TSDAs, RSDAs or act slots; -1 if the kind has no such name, -2 if
+    the kind is none of those. The name matches whole (strcmp on the NUL-terminated string)."""
     acts = sorted((e.act, e.name) for e in (*model.tsdas, *model.rsdas) if e.act >= 0)
     body = "".join([
         _names_table("poi", [p.name for p in model.pois]),
@@ -129,7 +128,7 @@ def find_function(model: Model) -> str:
         _names_table("act", [n for _, n in acts]),
     ])
     return ("int fwd_dyn_find(const char *kind, const char *name)\n{\n"
-            "    if (!kind || !name) return -1;\n" + body + "    return -1;\n}\n")
+            "    if (!kind) return -2;\n    if (!name) return -1;\n" + body + "    return -2;\n}\n")
 
 
 def generate(model: Model) -> Generated:

@@ -13,7 +13,8 @@ Schemes: 0 is semi-implicit Euler (kick with f(q, qd), then drift dt);
 1 is Störmer–Verlet composed as drift(dt/2), kick with f evaluated once at the
 midpoint with the velocity predictor qd + qdd_prev·dt/2, drift(dt/2).
 Inputs are schedules of `nsched` samples `dt_sched` apart, held between
-samples (nsched = 1 holds one value throughout).
+samples (nsched = 1 holds one value throughout); the sample index is clamped
+into [0, nsched - 1], so no time reads outside them.
 """
 from __future__ import annotations
 
@@ -96,8 +97,11 @@ long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, doubl
     double qdd[{nv}], qdm[{nv}];
     long nrec = 0;
     for (long k = 0; k < nsteps; ++k) {{
-        long s = nsched > 1 ? (long)((t0 + k * dt) / dt_sched) : 0;
-        if (s >= nsched) s = nsched - 1;
+        /* the sample index clamped into [0, nsched - 1] in double, before the conversion: a negative or NaN
+         * time / dt_sched holds sample 0, a time past the last sample holds the last (Dynamics.step refuses
+         * bad dt_sched; this second line keeps every read inside the schedules whatever the caller passes) */
+        const double at = nsched > 1 ? (t0 + k * dt) / dt_sched : 0.0;
+        const long s = at >= (double)(nsched - 1) ? (long)nsched - 1 : at > 0.0 ? (long)at : 0;
         const double *u = tau + s * {nv};
         const double *fe = fext ? fext + s * {nf} : 0;
         const double *ac = act ? act + s * {max(na, 1)} : 0;

@@ -32,13 +32,21 @@ def random_q(model: Model, rng: np.random.Generator) -> np.ndarray:
     return q
 
 
+def random_fext(model: Model, rng: np.random.Generator) -> np.ndarray:
+    """O(5) loads on the bodies declaring `fext 1`, zero rows elsewhere (Dynamics refuses loads it would ignore);
+    every row is drawn, so the stream of random numbers does not depend on the flags."""
+    f = rng.normal(0.0, 5.0, (model.nbody, 6))
+    f[[i for i, b in enumerate(model.bodies) if not b.fext]] = 0.0
+    return f
+
+
 def random_state(model: Model, rng: np.random.Generator) -> State:
     """A random (q, qd, tau, fext, act) with O(1) velocities and O(5) loads."""
     return State(
         q=random_q(model, rng),
         qd=rng.normal(0.0, 1.0, model.nv),
         tau=rng.normal(0.0, 5.0, model.nv),
-        fext=rng.normal(0.0, 5.0, (model.nbody, 6)),
+        fext=random_fext(model, rng),
         act=rng.normal(0.0, 5.0, model.nact),
     )
 
@@ -72,7 +80,7 @@ def manifold_states(model: Model, rng: np.random.Generator, n: int, step: float 
         q = q_next
         qd = project_qd(model, q, rng.normal(0.0, 1.0, model.nv))
         q_torn = integrate(model, q, rng.normal(0.0, tear, model.nv), 1.0) if tear else q
-        yield State(q_torn, qd, rng.normal(0.0, 5.0, model.nv), rng.normal(0.0, 5.0, (model.nbody, 6)),
+        yield State(q_torn, qd, rng.normal(0.0, 5.0, model.nv), random_fext(model, rng),
                     rng.normal(0.0, 5.0, model.nact))
 
 

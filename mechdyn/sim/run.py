@@ -7,7 +7,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mechdyn.codegen.stepper import SCHEMES
-from mechdyn.dynamics import Dynamics
+from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,27 @@ def _schedule(x, n_inner: tuple[int, ...], name: str) -> np.ndarray | None:
     """An input as a (nsched, ...) schedule: one held value or a sampled series."""
     if x is None:
         return None
-    a = np.asarray(x, dtype=np.float64)
+    a = real_array(name, x)
     if a.shape == n_inner:
-        return np.ascontiguousarray(a[None])
-    if a.ndim == len(n_inner) + 1 and a.shape[1:] == n_inner:
-        return np.ascontiguousarray(a)
-    raise ValueError(f"{name} has shape {a.shape}, expected {n_inner} (held) or (nsched, *{n_inner}) (scheduled)")
+        return a[None]
+    if a.ndim == len(n_inner) + 1 and a.shape[1:] == n_inner and len(a) >= 1:
+        return a
+    raise ValueError(f"{name} has shape {a.shape}, expected {n_inner} (held) or (nsched, *{n_inner}) with "
+                     f"nsched >= 1 (scheduled)")
+
+
+def _schedules(dyn: Dynamics, tau, fext, act) -> tuple[int, list[np.ndarray | None]]:
+    """nsched and the three inputs as schedules of that many samples: a held input is repeated beside a scheduled
+    one; scheduled inputs must have the same number of samples."""
+    named = {"tau": _schedule(np.zeros(dyn.nv) if tau is None else tau, (dyn.nv,), "tau"),
+             "fext": _schedule(fext, (dyn.nbody, 6), "fext"), "act": _schedule(act, (dyn.nact,), "act")}
+    lengths = {k: len(s) for k, s in named.items() if s is not None and len(s) > 1}
+    if len(set(lengths.values())) > 1:
+        raise ValueError("scheduled inputs must have the same number of samples: "
+                         + ", ".join(f"{k} has {n}" for k, n in lengths.items()))
+    nsched = max(lengths.values(), default=1)
+    return nsched, [None if s is None else np.ascontiguousarray(np.broadcast_to(s, (nsched, *s.shape[1:])))
+                    for s in named.values()]
 
 
 def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1,
@@ -36,18 +51,25 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     """Step the model from (q0, qd0) for T seconds, recording the start and every stride-th step.
 
     tau (nv,), fext (nbody, 6) and act (nact,) are held constant; give a leading
-    axis of samples, dt_sched apart, to schedule them instead (zero-order hold).
+    axis of samples, dt_sched apart, to schedule them instead (zero-order hold;
+    the last sample holds past the schedule's end). Any mix of held and scheduled
+    inputs is accepted; scheduled inputs must have the same number of samples, and
+    dt_sched must then be finite and > 0. Arguments are checked as in Dynamics.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
-    if dt <= 0 or T < 0 or stride < 1:
-        raise ValueError("expected dt > 0, T >= 0 and stride >= 1")
+    T, dt = real_scalar("T", T), real_scalar("dt", dt)
+    stride = integer("stride", stride, 1)
+    if dt <= 0 or T < 0:
+        raise ValueError(f"expected dt > 0 and T >= 0; got dt {dt}, T {T}")
     nsteps = int(round(T / dt))
-    tau_s = _schedule(np.zeros(dyn.nv) if tau is None else tau, (dyn.nv,), "tau")
-    fext_s, act_s = _schedule(fext, (dyn.nbody, 6), "fext"), _schedule(act, (dyn.nact,), "act")
-    if len(tau_s) > 1 and not dt_sched:
-        raise ValueError("a scheduled input needs dt_sched")
-    q, qd = np.array(q0, dtype=np.float64), np.array(qd0, dtype=np.float64)
+    nsched, (tau_s, fext_s, act_s) = _schedules(dyn, tau, fext, act)
+    if nsched > 1:
+        if dt_sched is None:
+            raise ValueError(f"a scheduled input ({nsched} samples) needs dt_sched")
+        if not real_scalar("dt_sched", dt_sched) > 0:
+            raise ValueError(f"dt_sched is {dt_sched}, expected > 0")
+    q, qd = np.array(real_array("q0", q0, (dyn.nq,))), np.array(real_array("qd0", qd0, (dyn.nv,)))
     nrec = nsteps // stride
     Q, QD = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv))
     Q[0], QD[0] = q, qd
@@ -61,7 +83,7 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
         while done < nsteps:
             n = min(chunk, nsteps - done)
             got = dyn.step(SCHEMES[scheme], n, done * dt, dt, q, qd, qdd_prev, tau_s, fext_s, act_s,
-                           dt_sched or 1.0, stride, Q[rec:], QD[rec:])
+                           dt_sched if nsched > 1 else 1.0, stride, Q[rec:], QD[rec:])
             rec += got
             done += n
             bar.update(n)
