@@ -245,11 +245,12 @@ def _rebuild(model: Model, name: str, dest: Path, progress: bool, failed: str | 
             return
         if defect != "absent":
             print(f"mechdyn: cached module {dest} {defect}; rebuilding it", file=sys.stderr)
-        with tqdm(total=2, desc=f"{model.name}: generating C", unit="stage", leave=False,
+        # the stage and its elapsed time only: the two stages' lengths differ from model to model, so no ETA
+        with tqdm(total=2, desc=f"{model.name}: generating C", bar_format="{desc} ({elapsed})", leave=False,
                   disable=None if progress else True) as bar:
             gen = generate(model)
             bar.update(1)
-            bar.set_description(f"{model.name}: compiling {len(gen.source) // 1000} kB of C")
+            bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
             _compile(gen, name, dest, bar)
             bar.update(1)
 
