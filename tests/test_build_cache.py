@@ -327,3 +327,23 @@ def test_cold_load_shows_its_stages_on_a_terminal(tmp_path):
     assert _stderr_on_tty(tmp_path / "b", PROGRESS.format(False)) == ""  # not asked for
     res = _child(tmp_path / "c", "elbow", PROGRESS.format(True))  # asked for, but stderr is a pipe (a log)
     assert res.returncode == 0 and res.stderr == ""
+
+
+def test_crosscheck_caches_see_python_changes():
+    """The cross-checks' per-process caches (Pinocchio models, drawn states) are keyed on the content too: a model
+    changed in Python is compared as it is, not as the model it was made from."""
+    pytest.importorskip("pinocchio", reason="pinocchio not installed: the Pinocchio cross-check cache is not exercised")
+    from crosscheck.dense import compare as dense_compare
+    from crosscheck.pinocchio import compare as pin_compare
+
+    elbow = load_model("elbow")
+    heavier = _replace_body(elbow, "upper_arm", mass=2 * elbow.bodies[1].mass)
+    for model in (elbow, heavier):
+        for check in (pin_compare.accel_vs_dense(model, 20), pin_compare.accel_vs_generated(mechdyn.load(model), 20)):
+            print(f"{model.bodies[1].mass} kg upper arm: {check.name} {check.value:.1e}")
+            assert check.passed
+    fourbar = load_model("fourbar")
+    moved = dataclasses.replace(fourbar, loops=(dataclasses.replace(
+        fourbar.loops[0], anchor_succ=fourbar.loops[0].anchor_succ + [0.0, 0.0, 0.01]),))
+    a, b = (list(dense_compare.random_states(m, 3, 0, "")) for m in (fourbar, moved))
+    assert not np.array_equal(a[0].q, b[0].q)
