@@ -192,9 +192,9 @@ def _remove_leftovers(name: str) -> None:
     """Delete temporary build directories that killed builders left in the cache. Called with `name`'s lock held,
     so `name`'s own are dead; another module's are removed only when its lock is free (no live builder)."""
     for tmp in cache_dir().glob("._mechdyn_*.*"):
-        owner = tmp.name[1:].split(".")[0]
-        if not tmp.is_dir():
+        if not tmp.is_dir():  # a lock file
             continue
+        owner = tmp.name[1:].split(".")[0]  # the module name: tempfile's prefix is f".{name}."
         if owner == name:
             shutil.rmtree(tmp, ignore_errors=True)
             continue
