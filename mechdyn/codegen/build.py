@@ -144,7 +144,11 @@ def module_name(model: Model) -> str:
 
 def module_path(model: Model) -> Path:
     """Where `model`'s compiled module is (or would be) in the cache."""
-    return cache_dir() / f"{module_name(model)}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    return _module_file(module_name(model))
+
+
+def _module_file(name: str) -> Path:
+    return cache_dir() / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
 def checksum_path(dest: Path) -> Path:
@@ -267,7 +271,7 @@ def build(model: Model, progress: bool = False) -> tuple[ModuleType, Path]:
     """The compiled extension module for `model`, from the cache when it is there and intact; and its path.
     With `progress`, a cold build shows its stages on a terminal's stderr."""
     name = module_name(model)
-    dest = module_path(model)
+    dest = _module_file(name)
     if _defect(dest, name) is not None:
         _rebuild(model, name, dest, progress)
     try:
