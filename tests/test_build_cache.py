@@ -164,7 +164,7 @@ def test_equal_models_share_one_module(fresh_cache):
 def test_a_field_of_unknown_type_fails_loudly():
     model = load_model("springpend")
     bad = _replace_body(model, "pend2", mass={"kg": 1.884})
-    with pytest.raises(TypeError, match=r"model\.bodies\[1\]\.mass is a dict"):
+    with pytest.raises(ValueError, match=r"model\.bodies\[1\]\.mass is a dict"):
         build.cache_key(bad)
 
 

@@ -116,8 +116,8 @@ def _feed(h: "hashlib._Hash", x: object, where: str) -> None:
         a = np.ascontiguousarray(x)
         h.update(f"A{a.dtype.str}{a.shape}:".encode() + a.tobytes())
     else:
-        raise TypeError(f"cache key: {where} is a {type(x).__name__}, which mechdyn.codegen.build cannot hash; "
-                        "teach _feed this type rather than leave it out of the key")
+        raise ValueError(f"cache key: {where} is a {type(x).__name__}, which mechdyn.codegen.build cannot hash; "
+                         "expected a number, string, array, tuple or dataclass")
 
 
 def fingerprint(model: Model) -> str:
