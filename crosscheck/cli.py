@@ -38,7 +38,7 @@ def cmd_dense(args: argparse.Namespace) -> int:
     checks = [compare.rank_K(model, args.trials, args.seed)] if model.loops else []
     if checks and not checks[0].passed:  # A = K H⁻¹ Kᵀ is singular: nothing downstream can be meaningful
         return _report(model.name, checks, args.json)
-    dyn = Dynamics(model)
+    dyn = Dynamics(model, progress=True)
     checks += [
         compare.crba_vs_aba(model, args.trials, args.seed),
         compare.gen_vs_dense(dyn, args.trials, args.seed),
@@ -63,7 +63,7 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     if args.body is not None and args.body not in [b.name for b in model.bodies]:
         raise InputError(f"{model.name} has no body {args.body!r}; its bodies: {', '.join(b.name for b in model.bodies)}")
-    dyn = Dynamics(model)
+    dyn = Dynamics(model, progress=True)
     if args.sim is None:
         return _report(model.name, checks.run_all(model, dyn, args.trials, args.seed, SIM_T, SIM_DT, progress=True),
                        args.json)
@@ -88,7 +88,7 @@ def cmd_pinocchio(args: argparse.Namespace) -> int:
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
-    checks = [compare.accel_vs_generated(Dynamics(model), args.trials, args.seed),
+    checks = [compare.accel_vs_generated(Dynamics(model, progress=True), args.trials, args.seed),
               compare.accel_vs_dense(model, args.trials, args.seed)]
     return _report(model.name, checks, args.json)
 
@@ -103,7 +103,7 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     if reason := why_not(model):
         raise InputError(f"crosscheck mujoco: {reason}; crosscheck pinocchio covers loop models")
-    return _report(model.name, [accel_vs_generated(Dynamics(model), args.trials, args.seed)], args.json)
+    return _report(model.name, [accel_vs_generated(Dynamics(model, progress=True), args.trials, args.seed)], args.json)
 
 
 def positive_float(text: str) -> float:

@@ -99,7 +99,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.peers and args.sim is not None:
         raise InputError("--peers and --sim are separate benchmarks; give one")
-    dyn = Dynamics(load_model(args.model))
+    dyn = Dynamics(load_model(args.model), progress=True)
     if args.peers:
         from mechdyn.bench import bench_peers
 
@@ -139,7 +139,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     if args.time <= 0 or args.dt <= 0 or args.dt > args.time:
         raise InputError(f"expected 0 < --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
-    dyn = Dynamics(load_model(args.model))
+    dyn = Dynamics(load_model(args.model), progress=True)
     model = dyn.model
     if args.seed is None:
         q0, qd0 = model.q0(), np.zeros(model.nv)

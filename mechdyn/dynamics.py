@@ -76,9 +76,10 @@ def integer(name: str, x, least: int, most: int = _C_LONG_MAX) -> int:
 class Dynamics:
     """A model with its generated, compiled forward dynamics."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, progress: bool = False) -> None:
+        """With `progress`, a model not yet in the compile cache shows its build stages on a terminal's stderr."""
         self.model = model
-        module, self.library = build(model)
+        module, self.library = build(model, progress)
         self._ffi, self._lib = module.ffi, module.lib
         lib = self._lib
         self.nq, self.nv, self.nact = lib.fwd_dyn_nq, lib.fwd_dyn_nv, lib.fwd_dyn_nact
@@ -283,6 +284,8 @@ class Dynamics:
         return self._lib.fwd_dyn_bench_batch(nrounds, n, *args, self._ffi.from_buffer("double[]", out), chk), chk[0]
 
 
-def load(spec: str | os.PathLike | Model) -> Dynamics:
-    """Compiled dynamics for a model given by name in models/, by path, or as a parsed Model."""
-    return Dynamics(spec if isinstance(spec, Model) else load_model(Path(spec) if isinstance(spec, os.PathLike) else spec))
+def load(spec: str | os.PathLike | Model, progress: bool = False) -> Dynamics:
+    """Compiled dynamics for a model given by name in models/, by path, or as a parsed Model; `progress` as for
+    Dynamics."""
+    model = spec if isinstance(spec, Model) else load_model(Path(spec) if isinstance(spec, os.PathLike) else spec)
+    return Dynamics(model, progress)

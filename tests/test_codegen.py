@@ -202,7 +202,7 @@ def test_concurrent_builders_share_one_cache(fresh_cache):
     with ctx.Pool(4) as pool:
         results = pool.map(_load_in_child, ["stanford"] * 8)
     assert all(r == results[0] for r in results)
-    assert len(list(fresh_cache.glob("_mechdyn_stanford_*"))) == 1
+    assert len(list(fresh_cache.glob("_mechdyn_stanford_*.so"))) == 1  # and its checksum file beside it
     assert not [p for p in fresh_cache.glob(".*") if not p.name.endswith(".lock")]  # no temporary left behind
 
 

@@ -7,6 +7,7 @@ import numpy as np
 from tqdm import tqdm
 
 from crosscheck.checks import Check
+from mechdyn.codegen.build import fingerprint
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.loops import closure, rank_deficiency
 from mechdyn.core.model import Model
@@ -20,7 +21,7 @@ GATE_QDD = 1e-12  # two dense routes in double precision on O(1)-conditioned tre
 GATE_OBSERVE = 1e-12  # kinematics only: no solve, so no conditioning to allow for
 
 
-_drawn: dict[tuple[str, str, int, int], list[State]] = {}
+_drawn: dict[tuple[str, int, int], list[State]] = {}
 
 
 def random_states(model: Model, trials: int, seed: int, desc: str) -> Iterable[State]:
@@ -29,7 +30,7 @@ def random_states(model: Model, trials: int, seed: int, desc: str) -> Iterable[S
     The states are drawn once per (model, trials, seed) and shared by every
     comparison, since a loop model's manifold walk costs more than the checks.
     """
-    key = (model.path, model.source, trials, seed)
+    key = (fingerprint(model), trials, seed)  # the content: a model changed in Python draws its own
     if key not in _drawn:
         _drawn[key] = list(tqdm(states(model, trials, seed), total=trials, desc=f"states for {model.name}",
                                 unit="state", leave=False, disable=None))

@@ -8,6 +8,7 @@ from tqdm import tqdm
 
 from crosscheck.checks import Check
 from crosscheck.dense import forward as dense_forward
+from mechdyn.codegen.build import fingerprint
 from mechdyn.core.model import Model
 from mechdyn.core.sample import State, scaled_error, states
 from mechdyn.dynamics import Dynamics
@@ -17,8 +18,8 @@ from . import PinModel, build, forward
 GATE_TREE = 1e-9  # two different tree algorithms (Pinocchio's ABA, mechdyn's CRBA + LᵀDL) on O(1)-conditioned trees
 GATE_LOOP = 1e-8  # the KKT system is a second, differently conditioned route through A = K H⁻¹ Kᵀ
 
-_drawn: dict[tuple[str, str, int, int], list[State]] = {}
-_built: dict[tuple[str, str], PinModel] = {}
+_drawn: dict[tuple[str, int, int], list[State]] = {}
+_built: dict[str, PinModel] = {}
 
 
 def gate(model: Model) -> float:
@@ -27,7 +28,7 @@ def gate(model: Model) -> float:
 
 def pin_model(model: Model) -> PinModel:
     """The Pinocchio model of `model`, built once per process."""
-    key = (model.path, model.source)
+    key = fingerprint(model)  # the content: a model changed in Python gets its own
     if key not in _built:
         _built[key] = build(model)
     return _built[key]
@@ -36,7 +37,7 @@ def pin_model(model: Model) -> PinModel:
 def trial_states(model: Model, trials: int, seed: int) -> list[State]:
     """Random states for a tree; for a loop model, states closed and velocity-consistent (tear 0), where the
     Baumgarte terms vanish, so the KKT system and mechdyn solve the same equations."""
-    key = (model.path, model.source, trials, seed)
+    key = (fingerprint(model), trials, seed)
     if key not in _drawn:
         _drawn[key] = list(tqdm(states(model, trials, seed, tear=0.0), total=trials, desc=f"states for {model.name}",
                                 unit="state", leave=False, disable=None))
