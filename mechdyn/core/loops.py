@@ -64,7 +64,7 @@ def loop_rows(model: Model, kin: Kinematics, lp: Loop) -> list[Row]:
         case "point-on-line":
             return [sep(u), sep(w)]
         case "distance":
-            return [Row("dist", 0.5 * float(d @ d - lp.length**2), np.concatenate([cross(S, d), d]), d, None)]
+            return [Row("dist", 0.5 * float(d @ d - lp.length * lp.length), np.concatenate([cross(S, d), d]), d, None)]
     raise ValueError(f"unknown loop joint {lp.joint!r}")
 
 

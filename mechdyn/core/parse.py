@@ -94,8 +94,14 @@ class _Bound:
     def check(self, x: float, tok: str, w: _Where) -> float:
         if abs(x) > self.hi or (x != 0 and abs(x) < self.lo):
             raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected 0 or "
-                           f"{self.lo:g} <= |value| <= {self.hi:g} {self.unit}".rstrip())
+                           f"{_short(self.lo)} <= |value| <= {_short(self.hi)}{' ' + self.unit if self.unit else ''} "
+                           "(docs/mech-format.md, Bounds)")
         return x
+
+
+def _short(x: float) -> str:
+    """1e-9, 1e4: a bound as the docs write it."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], f"{x:.0e}")
 
 
 LENGTH = _Bound("length", "m", 1e-9, 1e4)
