@@ -170,3 +170,11 @@ def test_builder_check_refuses_what_it_would_emit():
             b.mul(Sym("q[0]"), 1e308 * 10)
     with pytest.raises(GenerationError, match=r"^x\.mech:1: the model gives .* constant nan"):
         b.store("qdd[0]", float("nan"))
+
+
+def test_generator_names_the_loop_line():
+    m = load_model(LOOPZOO)
+    rod = next(lp for lp in m.loops if lp.name == "rod")
+    bad = dc.replace(m, loops=tuple(dc.replace(lp, length=1e155) if lp is rod else lp for lp in m.loops))
+    with pytest.raises(GenerationError, match=re.escape(f"{LOOPZOO}:{rod.line}: loop 'rod' gives")):
+        generate(bad)  # an OverflowError from squaring the length on e292858
