@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -150,6 +151,20 @@ def test_accepted_mutants_compile_to_finite_forward_or_clean_errors(path, rnd):
     got = parse_outcome(text)
     if isinstance(got, Model):
         forward_outcome(got)
+
+
+def test_planted_missing_bounds_trip_both_properties(monkeypatch):
+    """The properties can fail: with the bounds switched off, the issue's inputs break each of them."""
+    from mechdyn.core.parse import _Bound
+
+    monkeypatch.setattr(_Bound, "check", lambda self, x, tok, w: x)
+    rod = (ROOT / "tests/data/loopzoo.mech").read_text().replace("joint distance", "joint distance\n  length 1e155")
+    with pytest.raises(RuntimeWarning):  # the closure overflows on its way to the located AssemblyError
+        parse_outcome(rod)
+    heavy = parse_outcome(TEXTS["models/threelink.mech"].replace("mass 2.269", "mass 1e308"))
+    assert isinstance(heavy, Model)
+    with pytest.raises(AssertionError):  # finite constants, non-finite accelerations
+        forward_outcome(heavy)
 
 
 # ---------------------------------------------------------------- the command line
