@@ -158,9 +158,9 @@ def test_planted_missing_bounds_trip_both_properties(monkeypatch):
     from mechdyn.core.parse import _Bound
 
     monkeypatch.setattr(_Bound, "check", lambda self, x, tok, w: x)
-    rod = (ROOT / "tests/data/loopzoo.mech").read_text().replace("joint distance", "joint distance\n  length 1e155")
+    far = (ROOT / "tests/data/loopzoo.mech").read_text().replace("anchor_pred 0.7 0.1 0.3", "anchor_pred 0.7 1e200 0.3")
     with pytest.raises(RuntimeWarning):  # the closure overflows on its way to the located AssemblyError
-        parse_outcome(rod)
+        parse_outcome(far)
     heavy = parse_outcome(TEXTS["models/threelink.mech"].replace("mass 2.269", "mass 1e308"))
     assert isinstance(heavy, Model)
     with pytest.raises(AssertionError):  # finite constants, non-finite accelerations
