@@ -27,7 +27,7 @@ def composite_inertias(b: Builder, kin: TreeKinematics) -> list[Rbi]:
     """Ic_i: the inertia of the subtree rooted at body i, in body i's coordinates."""
     model = kin.model
     Ic = [body_inertia(model, i) for i in range(model.nbody)]
-    for bd, r in zip(model.bodies, Ic):  # checked here, where each is folded, not where it is first emitted
+    for bd, r in zip(model.bodies, Ic):  # checked at its own body: a child's is first emitted inside its parent's
         with b.at(model.path, bd.line, f"body '{bd.name}'"):
             b.check(r.m, *r.h, *(x for row in r.I for x in row))
     for i in range(model.nbody - 1, -1, -1):
