@@ -12,7 +12,7 @@ from mechdyn.codegen.expr import Builder, GenerationError, Sym
 from mechdyn.codegen.generate import generate
 from mechdyn.core import MechError, load_model, parse
 from mechdyn.core.loops import AssemblyError, project_q
-from mechdyn.core.parse import BOUNDS, _assemble
+from mechdyn.core.parse import BOUNDS, _assemble, _short
 
 ROOT = Path(__file__).resolve().parents[1]
 THREELINK = "models/threelink.mech"
@@ -56,7 +56,9 @@ def test_absurd_magnitudes_are_located_mech_errors(case):
     with pytest.raises(MechError) as e:
         parse(edited, path)
     assert str(e.value).startswith(f"{path}:{line_of(edited, bad)}: '{bad.split()[0]}'"), str(e.value)
-    assert f"out of bounds for a {kind}" in str(e.value) and "<= |value| <=" in str(e.value)
+    bound = next(b for b in BOUNDS if b.kind == kind)
+    assert f"out of bounds for a {kind}; expected " in str(e.value)
+    assert f" {_short(bound.lo)} <= " in str(e.value) and f" <= {_short(bound.hi)} {bound.unit}" in str(e.value)
 
 
 @pytest.mark.parametrize("stmt,kind", [

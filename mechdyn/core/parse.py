@@ -82,7 +82,7 @@ def _hint(word: str, options: Iterable[str]) -> str:
 class _Bound:
     """The magnitudes a quantity kind accepts: 0, or lo <= |x| <= hi (docs/mech-format.md, "Bounds").
 
-    Wide enough for a 1 mg part or a 1000 t machine at mm-to-km scales; narrow enough that no product the
+    Wide enough for a 1 µg part or a 10,000 t machine at nm-to-10 km scales; narrow enough that no product the
     algorithms form (inertia × acceleration², stiffness × length, 1/T², ...) overflows or reaches the
     subnormal range, where values lose precision and their reciprocals overflow."""
 
@@ -91,11 +91,11 @@ class _Bound:
     lo: float
     hi: float
 
-    def check(self, x: float, tok: str, w: _Where) -> float:
+    def check(self, x: float, tok: str, w: _Where, positive: bool) -> float:
         if abs(x) > self.hi or (x != 0 and abs(x) < self.lo):
-            raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected 0 or "
-                           f"{_short(self.lo)} <= |value| <= {_short(self.hi)}{' ' + self.unit if self.unit else ''} "
-                           "(docs/mech-format.md, Bounds)")
+            span = f"{_short(self.lo)} <= value" if positive else f"0 or {_short(self.lo)} <= |value|"
+            raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected {span} <= {_short(self.hi)}"
+                           f"{' ' + self.unit if self.unit else ''} (docs/mech-format.md, Bounds)")
         return x
 
 
@@ -117,18 +117,19 @@ FRICTION = _Bound("friction coefficient", "", 1e-9, 1e3)
 BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION)
 
 
-def _number(tok: str, w: _Where, bound: _Bound) -> float:
+def _number(tok: str, w: _Where, bound: _Bound, positive: bool = False) -> float:
     if not _NUMBER.fullmatch(tok):
         raise _Invalid(f"bad number '{tok}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
     x = float(tok)
     if not math.isfinite(x):
         raise _Invalid(f"number '{tok}' for {w} overflows; expected a finite value")
-    return bound.check(x, tok, w)
+    return bound.check(x, tok, w, positive)
 
 
-def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: str = "") -> Converter:
+def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: str = "",
+            positive: bool = False) -> Converter:
     def conv(f: list[str], w: _Where) -> float:
-        x = _number(f[0], w, bound)
+        x = _number(f[0], w, bound, positive)
         if ok is not None and not ok(x):
             raise _Invalid(f"{w} is {f[0]}; expected {expect}")
         return x
@@ -137,7 +138,7 @@ def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: st
 
 
 def _positive(bound: _Bound) -> Converter:
-    return _scalar(bound, lambda x: x > 0, "a number > 0")
+    return _scalar(bound, lambda x: x > 0, "a number > 0", positive=True)
 
 
 def _nonneg(bound: _Bound) -> Converter:
