@@ -180,3 +180,10 @@ def test_generator_names_the_loop_line():
     bad = dc.replace(m, loops=tuple(dc.replace(lp, length=1e155) if lp is rod else lp for lp in m.loops))
     with pytest.raises(GenerationError, match=re.escape(f"{LOOPZOO}:{rod.line}: loop 'rod' gives")):
         generate(bad)  # an OverflowError from squaring the length on e292858
+
+
+def test_a_long_literal_is_shortened_in_the_message():
+    with pytest.raises(MechError) as e:
+        parse_edit(THREELINK, "mass 2.269", "mass 1" + "0" * 400)
+    assert "number '100000000000000000000000...00000000' for 'mass' in body 'link2' overflows" in str(e.value)
+    assert len(str(e.value)) < 200

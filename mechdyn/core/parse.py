@@ -118,12 +118,13 @@ BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCE
 
 
 def _number(tok: str, w: _Where, bound: _Bound, positive: bool = False) -> float:
+    shown = tok if len(tok) <= 40 else f"{tok[:24]}...{tok[-8:]}"  # a 400-digit literal fits the message line
     if not _NUMBER.fullmatch(tok):
-        raise _Invalid(f"bad number '{tok}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
+        raise _Invalid(f"bad number '{shown}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
     x = float(tok)
     if not math.isfinite(x):
-        raise _Invalid(f"number '{tok}' for {w} overflows; expected a finite value")
-    return bound.check(x, tok, w, positive)
+        raise _Invalid(f"number '{shown}' for {w} overflows; expected a finite value")
+    return bound.check(x, shown, w, positive)
 
 
 def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: str = "",
