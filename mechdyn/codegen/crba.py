@@ -27,10 +27,14 @@ def composite_inertias(b: Builder, kin: TreeKinematics) -> list[Rbi]:
     """Ic_i: the inertia of the subtree rooted at body i, in body i's coordinates."""
     model = kin.model
     Ic = [body_inertia(model, i) for i in range(model.nbody)]
+    for bd, r in zip(model.bodies, Ic):  # checked at its own body: a child's is first emitted inside its parent's
+        with b.at(model.path, bd.line, f"body '{bd.name}'"):
+            b.check(r.m, *r.h, *(x for row in r.I for x in row))
     for i in range(model.nbody - 1, -1, -1):
-        p = model.bodies[i].parent
-        if p != BASE:
-            Ic[p] = rbi_add(b, Ic[p], rbi_to_parent(b, kin.Xup[i], Ic[i]))
+        bd = model.bodies[i]
+        if bd.parent != BASE:
+            with b.at(model.path, bd.line, f"body '{bd.name}'"):
+                Ic[bd.parent] = rbi_add(b, Ic[bd.parent], rbi_to_parent(b, kin.Xup[i], Ic[i]))
     return Ic
 
 
@@ -39,17 +43,18 @@ def mass_matrix(b: Builder, kin: TreeKinematics) -> dict[tuple[int, int], Val]:
     model = kin.model
     Ic = composite_inertias(b, kin)
     H: dict[tuple[int, int], Val] = {}
-    for i in range(model.nbody):
+    for i, bd in enumerate(model.bodies):
         vi = model.vidx[i]
-        for a, s in enumerate(kin.S[i]):
-            F = rbi_apply(b, Ic[i], s)
-            for c, sc in enumerate(kin.S[i][: a + 1]):
-                H[vi + a, vi + c] = b.dot(sc, F)
-            j = i
-            while model.bodies[j].parent != BASE:
-                F = xf_force_T(b, kin.Xup[j], F)
-                j = model.bodies[j].parent
-                vj = model.vidx[j]
-                for c, sc in enumerate(kin.S[j]):
-                    H[vi + a, vj + c] = b.dot(sc, F)
+        with b.at(model.path, bd.line, f"body '{bd.name}'"):
+            for a, s in enumerate(kin.S[i]):
+                F = rbi_apply(b, Ic[i], s)
+                for c, sc in enumerate(kin.S[i][: a + 1]):
+                    H[vi + a, vi + c] = b.dot(sc, F)
+                j = i
+                while model.bodies[j].parent != BASE:
+                    F = xf_force_T(b, kin.Xup[j], F)
+                    j = model.bodies[j].parent
+                    vj = model.vidx[j]
+                    for c, sc in enumerate(kin.S[j]):
+                        H[vi + a, vj + c] = b.dot(sc, F)
     return H

@@ -71,16 +71,18 @@ def element_forces(b: Builder, kin: TreeKinematics, act: str = "act") -> dict[in
         Q[slot] = b.add(Q.get(slot, 0.0), x)
 
     for e in model.tsdas:
-        st = tsda_state(b, kin, e)
-        f = b.sum(b.mul(float(e.k), b.sub(st.l, float(e.l0))), b.mul(float(e.c), st.ldot), act_value(e.act, act))
-        p = kin.point(model.pois[e.poi_b].body, [float(x) for x in model.pois[e.poi_b].pos])[0]
-        T = cross(b, p, st.rho) + st.rho
-        coef = b.neg(b.div(f, st.l))
-        for slot, r in path_row(b, kin, model.pois[e.poi_a].body, model.pois[e.poi_b].body, T).items():
-            accumulate(slot, b.mul(coef, r))
+        with b.at(model.path, e.line, f"tsda '{e.name}'"):
+            st = tsda_state(b, kin, e)
+            f = b.sum(b.mul(float(e.k), b.sub(st.l, float(e.l0))), b.mul(float(e.c), st.ldot), act_value(e.act, act))
+            p = kin.point(model.pois[e.poi_b].body, [float(x) for x in model.pois[e.poi_b].pos])[0]
+            T = cross(b, p, st.rho) + st.rho
+            coef = b.neg(b.div(f, st.l))
+            for slot, r in path_row(b, kin, model.pois[e.poi_a].body, model.pois[e.poi_b].body, T).items():
+                accumulate(slot, b.mul(coef, r))
     for e in model.rsdas:
         iq, iv = model.qidx[e.body], model.vidx[e.body]
-        tau = b.sum(b.mul(-float(e.k), b.sub(Sym(f"q[{iq}]"), float(e.q0))),
-                    b.mul(-float(e.c), kin.qd(iv)), act_value(e.act, act))
-        accumulate(iv, tau)
+        with b.at(model.path, e.line, f"rsda '{e.name}'"):
+            tau = b.sum(b.mul(-float(e.k), b.sub(Sym(f"q[{iq}]"), float(e.q0))),
+                        b.mul(-float(e.c), kin.qd(iv)), act_value(e.act, act))
+            accumulate(iv, tau)
     return Q

@@ -22,11 +22,21 @@ size of the emitted code and the flop count is exact.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Union
 
+from mechdyn.core.parse import MechError
+
 from . import schedule, trig
+
+
+class GenerationError(MechError):
+    """The model would put a non-finite constant into the generated C (it cannot compile, or computes NaN);
+    located at the model statement being generated (`Builder.at`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +81,9 @@ def _key(x: Val) -> str:
 class Builder:
     """Straight-line C for one function: hash-consed, folded, one operation per line."""
 
-    def __init__(self, prefix: str = "t") -> None:
+    def __init__(self, prefix: str = "t", path: str = "<model>") -> None:
         self.prefix = prefix
+        self.where: tuple[str, int, str] = (path, 1, "")  # (path, line, what): the statement being generated
         self._stmts: list[tuple[str | None, str, str, tuple[str, ...]]] = []  # (defines, text, op, uses)
         self._table: dict[tuple, Sym] = {}
         self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
@@ -80,8 +91,28 @@ class Builder:
         self._ready: dict[str, int] = {}  # temporary or sincos lane -> cycle it is ready, unlimited cores
 
     # -- emission --------------------------------------------------------
+    @contextmanager
+    def at(self, path: str, line: int, what: str) -> Iterator[None]:
+        """Attribute what is emitted inside the block to `what` at path:line, for the non-finite check."""
+        outer, self.where = self.where, (path, line, what)
+        try:
+            yield
+        finally:
+            self.where = outer
+
+    def check(self, *uses: Val) -> None:
+        """Refuse a constant the C text cannot hold (`inf` does not compile, `nan` poisons every result), naming
+        the statement being generated; emission checks its operands, callers check constants they fold."""
+        for u in uses:
+            if isinstance(u, float) and not math.isfinite(u):
+                path, line, what = self.where
+                raise GenerationError(path, line, f"{what + ' gives' if what else 'the model gives'} the generated "
+                                      f"code the non-finite constant {u!r}; expected values within the bounds of "
+                                      "docs/mech-format.md")
+
     def _emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
         """The temporary holding `text`, emitted once per distinct key."""
+        self.check(*uses)
         hit = self._table.get(key)
         if hit is not None:
             return hit
@@ -94,6 +125,7 @@ class Builder:
 
     def stmt(self, text: str, *uses: Val) -> None:
         """A statement with an effect (a store to an output); it keeps `uses` alive."""
+        self.check(*uses)
         self._stmts.append((None, text, "", tuple(u.name for u in uses if isinstance(u, Sym))))
 
     def store(self, target: str, x: Val) -> None:
@@ -106,6 +138,7 @@ class Builder:
     def fork(self) -> Builder:
         """A copy to try an emission on: what it emits, the original never sees."""
         f = Builder(self.prefix)
+        f.where = self.where
         f._stmts, f._table, f._affine, f._trig = list(self._stmts), dict(self._table), dict(self._affine), dict(self._trig)
         f._ready = dict(self._ready)
         return f

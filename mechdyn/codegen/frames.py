@@ -41,7 +41,7 @@ def slide(model: Model, s: tuple[float, ...]) -> Model:
 
 def cost(model: Model) -> int:
     """Counted operations of the tree's kinematics, H, C and Q: what the frames change most."""
-    b = Builder()
+    b = Builder(path=model.path)
     kin = TreeKinematics(b, model)
     return b.cost([*mass_matrix(b, kin).values(), *bias_force(b, kin), *element_forces(b, kin).values()], 0)
 

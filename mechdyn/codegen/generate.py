@@ -55,7 +55,7 @@ def dynamics_builder(model: Model, eager: bool = False) -> Builder:
     with loops (`eager`: the LᵀDL's updates subtracted as they come, ltdl.py)."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
-    b = Builder()
+    b = Builder(path=model.path)
     kin = TreeKinematics(b, model)
     H = mass_matrix(b, kin)
     lam = expanded_parents(model)
@@ -64,7 +64,10 @@ def dynamics_builder(model: Model, eager: bool = False) -> Builder:
     Q = element_forces(b, kin)
     rhs: list[Val] = [b.add(b.sub(Sym(f"tau[{i}]"), C[i]), Q.get(i, 0.0)) for i in range(model.nv)]
     if model.loops:
-        rows = [r for lp in model.loops for r in loop_rows(b, kin, lp)]
+        rows = []
+        for lp in model.loops:
+            with b.at(model.path, lp.line, f"loop '{lp.name}'"):
+                rows += loop_rows(b, kin, lp)
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:
         qdd = ltdl_forward(b, H, lam, rhs, floating_blocks(model), eager)
@@ -84,18 +87,20 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
 
 def observe_body(model: Model) -> list[str]:
     """The statements of fwd_dyn_observe: POI position and velocity, TSDA l and l̇, RSDA q and q̇."""
-    b = Builder()
+    b = Builder(path=model.path)
     kin = TreeKinematics(b, model)
     k = 0
     for p in model.pois:
-        pos, vel = kin.point(p.body, [float(x) for x in p.pos])
-        for x in (*pos, *vel):
-            b.store(f"obs[{k}]", x)
-            k += 1
+        with b.at(model.path, p.line, f"poi '{p.name}'"):
+            pos, vel = kin.point(p.body, [float(x) for x in p.pos])
+            for x in (*pos, *vel):
+                b.store(f"obs[{k}]", x)
+                k += 1
     for e in model.tsdas:
-        st = tsda_state(b, kin, e)
-        b.store(f"obs[{k}]", st.l)
-        b.store(f"obs[{k + 1}]", st.ldot)
+        with b.at(model.path, e.line, f"tsda '{e.name}'"):
+            st = tsda_state(b, kin, e)
+            b.store(f"obs[{k}]", st.l)
+            b.store(f"obs[{k + 1}]", st.ldot)
         k += 2
     for e in model.rsdas:
         b.store(f"obs[{k}]", Sym(f"q[{model.qidx[e.body]}]"))

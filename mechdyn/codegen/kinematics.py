@@ -80,22 +80,24 @@ class TreeKinematics:
         """Parent-to-body transform of every body: XJ(q) · plux(1, xtree)."""
         b, out = self.b, []
         for bd, iq in zip(self.model.bodies, self.model.qidx):
-            if bd.joint == "revolute":
-                out.append(Xf(joint_rotation_T(b, bd.axis, self.q(iq)), [float(x) for x in bd.xtree]))
-            elif bd.joint == "prismatic":
-                r = [float(x) for x in bd.xtree]
-                r[bd.axis] = b.add(r[bd.axis], self.q(iq))
-                out.append(Xf(EYE3, r))
-            else:  # floating: XJ = plux(R(Q)ᵀ, r), tree transform the identity
-                out.append(Xf(quaternion_rotation_T(b, [self.q(iq + k) for k in range(4)]),
-                              [self.q(iq + 4 + k) for k in range(3)]))
+            with b.at(self.model.path, bd.line, f"body '{bd.name}'"):
+                if bd.joint == "revolute":
+                    out.append(Xf(joint_rotation_T(b, bd.axis, self.q(iq)), [float(x) for x in bd.xtree]))
+                elif bd.joint == "prismatic":
+                    r = [float(x) for x in bd.xtree]
+                    r[bd.axis] = b.add(r[bd.axis], self.q(iq))
+                    out.append(Xf(EYE3, r))
+                else:  # floating: XJ = plux(R(Q)ᵀ, r), tree transform the identity
+                    out.append(Xf(quaternion_rotation_T(b, [self.q(iq + k) for k in range(4)]),
+                                  [self.q(iq + 4 + k) for k in range(3)]))
         return out
 
     def X0(self, i: int) -> Xf:
         """Base-to-body transform of body i (E0 = Rᵀ, r0 = the origin in base coordinates), emitted on first use."""
         if i not in self._X0:
-            p = self.model.bodies[i].parent
-            self._X0[i] = self.Xup[i] if p == BASE else xf_compose(self.b, self.Xup[i], self.X0(p))
+            bd = self.model.bodies[i]
+            with self.b.at(self.model.path, bd.line, f"body '{bd.name}'"):
+                self._X0[i] = self.Xup[i] if bd.parent == BASE else xf_compose(self.b, self.Xup[i], self.X0(bd.parent))
         return self._X0[i]
 
     def relative(self, i: int, F: int) -> Xf:
@@ -118,8 +120,9 @@ class TreeKinematics:
         """Body spatial velocities in body coordinates: v_i = Xup_i v_parent + S_i qd_i."""
         b, out = self.b, []
         for i, bd in enumerate(self.model.bodies):
-            vp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
-            out.append(vadd(b, vp, self.vJ(i)))
+            with b.at(self.model.path, bd.line, f"body '{bd.name}'"):
+                vp = [0.0] * 6 if bd.parent == BASE else xf_motion(b, self.Xup[i], out[bd.parent])
+                out.append(vadd(b, vp, self.vJ(i)))
         return out
 
     def point(self, body: int, local: Vec3, F: int = BASE) -> tuple[Vec3, Vec3]:

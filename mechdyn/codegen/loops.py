@@ -153,6 +153,6 @@ def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = T
         case "point-on-line":
             sep(u), sep(w)
         case "distance":  # (d·d − L²)/2: T = [S × d; d]
-            emit(cross(b, S, d) + d, b.mul(0.5, b.sub(b.dot(d, d), float(lp.length) ** 2)), b.dot(d, dd),
+            emit(cross(b, S, d) + d, b.mul(0.5, b.sub(b.dot(d, d), float(lp.length) * float(lp.length))), b.dot(d, dd),
                  distance_accel(b, d, dd, dA))
     return [(path_row(b, kin, lp.pred, lp.succ, T, G), k) for T, G, k in rows]

@@ -91,7 +91,8 @@ def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True) 
     acc = {BASE: ([0.0] * 3, g0 if gravity else [0.0] * 3)}
     yield BASE, acc[BASE]
     for i, bd in enumerate(kin.model.bodies):
-        acc[i] = accelerations(b, kin, i, *acc[bd.parent])
+        with b.at(kin.model.path, bd.line, f"body '{bd.name}'"):
+            acc[i] = accelerations(b, kin, i, *acc[bd.parent])
         yield i, acc[i]
 
 
@@ -103,16 +104,18 @@ def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]
         if i == BASE:
             continue
         bd = model.bodies[i]
-        fi = body_force(b, bd, al, aO, kin.v[i][:3])
-        if bd.fext:
-            fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
-            fi = vsub(b, fi, xf_force(b, kin.X0(i), fx))
+        with b.at(model.path, bd.line, f"body '{bd.name}'"):
+            fi = body_force(b, bd, al, aO, kin.v[i][:3])
+            if bd.fext:
+                fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
+                fi = vsub(b, fi, xf_force(b, kin.X0(i), fx))
         f.append(fi)
     C: list[Val] = [0.0] * model.nv
     for i in range(model.nbody - 1, -1, -1):
         bd = model.bodies[i]
-        for k, s in enumerate(kin.S[i]):
-            C[model.vidx[i] + k] = b.dot(s, f[i])
-        if bd.parent != BASE:
-            f[bd.parent] = vadd(b, f[bd.parent], xf_force_T(b, kin.Xup[i], f[i]))
+        with b.at(model.path, bd.line, f"body '{bd.name}'"):
+            for k, s in enumerate(kin.S[i]):
+                C[model.vidx[i] + k] = b.dot(s, f[i])
+            if bd.parent != BASE:
+                f[bd.parent] = vadd(b, f[bd.parent], xf_force_T(b, kin.Xup[i], f[i]))
     return C

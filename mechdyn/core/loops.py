@@ -64,7 +64,7 @@ def loop_rows(model: Model, kin: Kinematics, lp: Loop) -> list[Row]:
         case "point-on-line":
             return [sep(u), sep(w)]
         case "distance":
-            return [Row("dist", 0.5 * float(d @ d - lp.length**2), np.concatenate([cross(S, d), d]), d, None)]
+            return [Row("dist", 0.5 * float(d @ d - lp.length * lp.length), np.concatenate([cross(S, d), d]), d, None)]
     raise ValueError(f"unknown loop joint {lp.joint!r}")
 
 
@@ -111,6 +111,11 @@ def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) 
         phi, K = closure(model, q)
         if not phi.size or np.max(np.abs(phi)) <= tol:
             return q
+        bad = ~(np.isfinite(phi) & np.isfinite(K).all(axis=1))
+        if bad.any():  # lstsq would raise a bare ValueError
+            lp = loop_of_row(model, int(np.argmax(bad)))
+            raise AssemblyError(f"loop '{lp.name}' (line {lp.line}) does not close: the Gauss-Newton iteration "
+                                "diverged to non-finite residuals")
         dv = scipy.linalg.lstsq(K, -phi, cond=1e-12)[0]
         q = integrate(model, q, dv, 1.0)  # the quaternion tangent map, via the integration rule
     phi, _ = closure(model, q)

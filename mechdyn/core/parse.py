@@ -78,18 +78,59 @@ def _hint(word: str, options: Iterable[str]) -> str:
 # ---------------------------------------------------------------- field converters
 
 
-def _number(tok: str, w: _Where) -> float:
+@dataclass(frozen=True)
+class _Bound:
+    """The magnitudes a quantity kind accepts: 0, or lo <= |x| <= hi (docs/mech-format.md, "Bounds").
+
+    Wide enough for a 1 µg part or a 10,000 t machine at nm-to-10 km scales; narrow enough that no product the
+    algorithms form (inertia × acceleration², stiffness × length, 1/T², ...) overflows or reaches the
+    subnormal range, where values lose precision and their reciprocals overflow."""
+
+    kind: str
+    unit: str
+    lo: float
+    hi: float
+
+    def check(self, x: float, tok: str, w: _Where, positive: bool) -> float:
+        if abs(x) > self.hi or (x != 0 and abs(x) < self.lo):
+            span = f"{_short(self.lo)} <= value" if positive else f"0 or {_short(self.lo)} <= |value|"
+            raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected {span} <= {_short(self.hi)}"
+                           f"{' ' + self.unit if self.unit else ''} (docs/mech-format.md, Bounds)")
+        return x
+
+
+def _short(x: float) -> str:
+    """1e-9, 1e4: a bound as the docs write it."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], f"{x:.0e}")
+
+
+LENGTH = _Bound("length", "m", 1e-9, 1e4)
+MASS = _Bound("mass", "kg", 1e-9, 1e7)
+INERTIA = _Bound("moment of inertia", "kg m^2", 1e-27, 1e15)
+STIFFNESS = _Bound("stiffness", "N/m or N m/rad", 1e-9, 1e12)
+DAMPING = _Bound("damping", "N s/m or N m s/rad", 1e-9, 1e12)
+COORDINATE = _Bound("joint coordinate", "m or rad", 1e-9, 1e4)
+DIRECTION = _Bound("direction component", "", 1e-9, 1e4)
+ACCELERATION = _Bound("gravity component", "m/s^2", 1e-9, 1e4)
+TIME = _Bound("time constant", "s", 1e-6, 1e6)
+FRICTION = _Bound("friction coefficient", "", 1e-9, 1e3)
+BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION)
+
+
+def _number(tok: str, w: _Where, bound: _Bound, positive: bool = False) -> float:
+    shown = tok if len(tok) <= 40 else f"{tok[:24]}...{tok[-8:]}"  # a 400-digit literal fits the message line
     if not _NUMBER.fullmatch(tok):
-        raise _Invalid(f"bad number '{tok}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
+        raise _Invalid(f"bad number '{shown}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
     x = float(tok)
     if not math.isfinite(x):
-        raise _Invalid(f"number '{tok}' for {w} overflows; expected a finite value")
-    return x
+        raise _Invalid(f"number '{shown}' for {w} overflows; expected a finite value")
+    return bound.check(x, shown, w, positive)
 
 
-def _scalar(ok: Callable[[float], bool] | None = None, expect: str = "") -> Converter:
+def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: str = "",
+            positive: bool = False) -> Converter:
     def conv(f: list[str], w: _Where) -> float:
-        x = _number(f[0], w)
+        x = _number(f[0], w, bound, positive)
         if ok is not None and not ok(x):
             raise _Invalid(f"{w} is {f[0]}; expected {expect}")
         return x
@@ -97,9 +138,12 @@ def _scalar(ok: Callable[[float], bool] | None = None, expect: str = "") -> Conv
     return conv
 
 
-_REAL = _scalar()
-_POSITIVE = _scalar(lambda x: x > 0, "a number > 0")
-_NONNEG = _scalar(lambda x: x >= 0, "a number >= 0")
+def _positive(bound: _Bound) -> Converter:
+    return _scalar(bound, lambda x: x > 0, "a number > 0", positive=True)
+
+
+def _nonneg(bound: _Bound) -> Converter:
+    return _scalar(bound, lambda x: x >= 0, "a number >= 0")
 
 
 def _integer(lo: int) -> Converter:
@@ -114,8 +158,14 @@ def _integer(lo: int) -> Converter:
 _TEETH = _integer(1)
 
 
-def _vec(f: list[str], w: _Where) -> np.ndarray:
-    return _frozen([_number(t, w) for t in f])
+def _vec(bound: _Bound) -> Converter:
+    def conv(f: list[str], w: _Where) -> np.ndarray:
+        return _frozen([_number(t, w, bound) for t in f])
+
+    return conv
+
+
+_POSITION = _vec(LENGTH)
 
 
 def _name(f: list[str], w: _Where) -> str:
@@ -170,7 +220,7 @@ def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
         if f[0] not in _AXES:
             raise _Invalid(f"bad axis '{f[0]}' for {w}; expected x, y, z or three numbers")
         return _frozen(np.eye(3)[_AXES[f[0]]])
-    v = [_number(t, w) for t in f]
+    v = [_number(t, w, DIRECTION) for t in f]
     big = max(abs(x) for x in v)
     if big == 0:
         raise _Invalid(f"{w} is the zero vector; expected a nonzero direction")
@@ -180,7 +230,7 @@ def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
 
 
 def _inertia(f: list[str], w: _Where) -> np.ndarray:
-    ixx, iyy, izz, ixy, ixz, iyz = (_number(t, w) for t in f)
+    ixx, iyy, izz, ixy, ixz, iyz = (_number(t, w, INERTIA) for t in f)
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     lam = np.linalg.eigvalsh(tensor)  # ascending principal moments
     moments = ", ".join(f"{x:.6g}" for x in lam)
@@ -196,7 +246,7 @@ def _inertia(f: list[str], w: _Where) -> np.ndarray:
 
 def _roller(f: list[str], w: _Where) -> tuple[str, float, bool, bool, int]:
     body = _name(f, w)
-    radius = _POSITIVE(f[1:2], w)
+    radius = _positive(LENGTH)(f[1:2], w)
     opts, seen, teeth = f[2:], set(), 0
     i = 0
     while i < len(opts):
@@ -219,7 +269,8 @@ def _terrain(f: list[str], w: _Where) -> tuple[str, np.ndarray]:
                        f"'terrain sine z0 amp wx wy'{_hint(kind, usage)}")
     if len(f) != 5:
         raise _Invalid(f"'terrain {kind}' takes 4 numbers, got {len(f) - 1}; expected 'terrain {usage[kind]}'")
-    p = np.array([_number(t, w) for t in f[1:]])
+    # plane: a direction and an offset; sine: lengths throughout
+    p = np.array([_number(t, w, DIRECTION if kind == "plane" and k < 3 else LENGTH) for k, t in enumerate(f[1:])])
     if kind == "plane":
         n = float(np.linalg.norm(p[:3]))
         if not n > 0:
@@ -231,7 +282,7 @@ def _terrain(f: list[str], w: _Where) -> tuple[str, np.ndarray]:
 
 
 def _poi(f: list[str], w: _Where) -> tuple[str, str, np.ndarray]:
-    return _name(f, w), _name(f[1:], w), _vec(f[2:], w)
+    return _name(f, w), _name(f[1:], w), _POSITION(f[2:], w)
 
 
 # ---------------------------------------------------------------- key tables
@@ -255,17 +306,17 @@ _XYZ = "x y z"
 _INERTIA = "Ixx Iyy Izz Ixy Ixz Iyz"
 
 _TOP: dict[str, _Key] = {
-    "gravity": _Key("gx gy gz", (3,), _vec),
-    "stab": _Key("T", (1,), _POSITIVE),
+    "gravity": _Key("gx gy gz", (3,), _vec(ACCELERATION)),
+    "stab": _Key("T", (1,), _positive(TIME)),
     "poi": _Key("NAME BODY x y z", (5,), _poi),
 }
 
 _BODY = {
     "parent": _Key("NAME", (1,), _name, required=True),
     "joint": _Key("revolute|prismatic x|y|z or floating", (1, 2), _tree_joint, required=True),
-    "xtree": _Key(_XYZ, (3,), _vec, default=_ZERO3),
-    "mass": _Key("m", (1,), _POSITIVE, required=True),
-    "cg": _Key(_XYZ, (3,), _vec, default=_ZERO3),
+    "xtree": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
+    "mass": _Key("m", (1,), _positive(MASS), required=True),
+    "cg": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
     "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
     "fext": _Key("0|1", (1,), _bit, default=False),
 }
@@ -273,46 +324,46 @@ _LOOP = {
     "joint": _Key("|".join(LOOP_NC), (1,), _choice(*LOOP_NC), required=True),
     "pred": _Key("NAME", (1,), _name, required=True),
     "succ": _Key("NAME", (1,), _name, required=True),
-    "anchor_pred": _Key(_XYZ, (3,), _vec, required=True),
-    "anchor_succ": _Key(_XYZ, (3,), _vec, required=True),
+    "anchor_pred": _Key(_XYZ, (3,), _POSITION, required=True),
+    "anchor_succ": _Key(_XYZ, (3,), _POSITION, required=True),
     "axis": _Key("x|y|z or ax ay az", (1, 3), _loop_axis),  # required by joint type: see _Builder.add_loop
-    "length": _Key("d", (1,), _POSITIVE),
+    "length": _Key("d", (1,), _positive(LENGTH)),
 }
 _TSDA = {
     "between": _Key("POI_A POI_B", (2,), _names, required=True),
-    "k": _Key("k", (1,), _REAL, default=0.0),
-    "c": _Key("c", (1,), _REAL, default=0.0),
-    "l0": _Key("l0", (1,), _NONNEG, required=True),
+    "k": _Key("k", (1,), _scalar(STIFFNESS), default=0.0),
+    "c": _Key("c", (1,), _scalar(DAMPING), default=0.0),
+    "l0": _Key("l0", (1,), _nonneg(LENGTH), required=True),
     "input": _Key("", (0,), _flag, default=False),
 }
 _RSDA = {
     "joint": _Key("BODY", (1,), _name, required=True),
-    "k": _Key("k", (1,), _REAL, default=0.0),
-    "c": _Key("c", (1,), _REAL, default=0.0),
-    "q0": _Key("q0", (1,), _REAL, default=0.0),
+    "k": _Key("k", (1,), _scalar(STIFFNESS), default=0.0),
+    "c": _Key("c", (1,), _scalar(DAMPING), default=0.0),
+    "q0": _Key("q0", (1,), _scalar(COORDINATE), default=0.0),
     "input": _Key("", (0,), _flag, default=False),
 }
 _TRACK = {
     "root": _Key("BODY", (1,), _name, required=True),
     "plane": _Key("xz", (1,), _choice("xz"), default="xz"),
     "shoes": _Key("N", (1,), _integer(3), required=True),
-    "pitch": _Key("p", (1,), _POSITIVE, required=True),
-    "mass": _Key("m", (1,), _POSITIVE, required=True),
-    "cg": _Key(_XYZ, (3,), _vec, default=_ZERO3),
+    "pitch": _Key("p", (1,), _positive(LENGTH), required=True),
+    "mass": _Key("m", (1,), _positive(MASS), required=True),
+    "cg": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
     "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
     "fext": _Key("0|1", (1,), _bit, default=True),
     "roller": _Key("BODY RADIUS [end] [drive] [teeth N]", (2, 3, 4, 5, 6), _roller, repeat=True),
-    "pad": _Key("z lx ly", (3,), _vec),
-    "thickness": _Key("t", (1,), _NONNEG),
-    "kn": _Key("kn", (1,), _POSITIVE),
-    "kt": _Key("kt", (1,), _NONNEG),
-    "mu": _Key("mu", (1,), _NONNEG),
+    "pad": _Key("z lx ly", (3,), _POSITION),
+    "thickness": _Key("t", (1,), _nonneg(LENGTH)),
+    "kn": _Key("kn", (1,), _positive(STIFFNESS)),
+    "kt": _Key("kt", (1,), _nonneg(STIFFNESS)),
+    "mu": _Key("mu", (1,), _nonneg(FRICTION)),
 }
 _GROUND = {
     "terrain": _Key("plane nx ny nz d | sine z0 amp wx wy", None, _terrain, required=True),
-    "kn": _Key("kn", (1,), _POSITIVE, required=True),
-    "kt": _Key("kt", (1,), _NONNEG),
-    "mu": _Key("mu", (1,), _NONNEG, required=True),
+    "kn": _Key("kn", (1,), _positive(STIFFNESS), required=True),
+    "kt": _Key("kt", (1,), _nonneg(STIFFNESS)),
+    "mu": _Key("mu", (1,), _nonneg(FRICTION), required=True),
 }
 _BLOCKS: dict[str, dict[str, _Key]] = {
     "body": _BODY, "loop": _LOOP, "tsda": _TSDA, "rsda": _RSDA, "track": _TRACK, "ground": _GROUND,
