@@ -99,18 +99,26 @@ class Dynamics:
 
     def step(self, scheme: int, nsteps: int, t0: float, dt: float, q: np.ndarray, qd: np.ndarray, qdd_prev: np.ndarray,
              tau: np.ndarray, fext: np.ndarray | None, act: np.ndarray | None, dt_sched: float,
-             stride: int, traj_q: np.ndarray, traj_qd: np.ndarray) -> int:
-        """nsteps of fwd_dyn_sim from time t0 on (q, qd, qdd_prev) in place; inputs are (nsched, ...) schedules."""
+             stride: int, traj_q: np.ndarray, traj_qd: np.ndarray, work: np.ndarray,
+             traj_work: np.ndarray) -> tuple[int, int]:
+        """nsteps of fwd_dyn_sim from time t0 on (q, qd, qdd_prev) in place; inputs are (nsched, ...) schedules.
+
+        work (1,) accumulates the dampers' dissipated work, and traj_work gets it at each recorded state.
+        Returns the states recorded and the steps completed: fewer than nsteps if the state went non-finite."""
         n = tau.shape[0]
         ptr = lambda name, a, shape, opt=False: self._arr(name, a, shape, opt)[1]  # noqa: E731
-        for name, a in (("q", q), ("qd", qd), ("qdd_prev", qdd_prev), ("traj_q", traj_q), ("traj_qd", traj_qd)):
+        for name, a in (("q", q), ("qd", qd), ("qdd_prev", qdd_prev), ("traj_q", traj_q), ("traj_qd", traj_qd),
+                        ("work", work), ("traj_work", traj_work)):
             if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous):
                 raise ValueError(f"{name} must be a C-contiguous float64 array: it is written in place")
-        return self._lib.fwd_dyn_sim(
+        done = self._ffi.new("long *")
+        nrec = self._lib.fwd_dyn_sim(
             scheme, nsteps, t0, dt, ptr("q", q, (self.nq,)), ptr("qd", qd, (self.nv,)), ptr("qdd_prev", qdd_prev, (self.nv,)),
             n, dt_sched, ptr("tau", tau, (n, self.nv)), ptr("fext", fext, (n, self.nbody, 6), True),
             ptr("act", act, (n, self.nact), True), stride,
-            ptr("traj_q", traj_q, traj_q.shape), ptr("traj_qd", traj_qd, traj_qd.shape))
+            ptr("traj_q", traj_q, traj_q.shape), ptr("traj_qd", traj_qd, traj_qd.shape),
+            ptr("work", work, (1,)), ptr("traj_work", traj_work, traj_work.shape), done)
+        return nrec, done[0]
 
     def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
         """Seconds per fwd_dyn call timed inside C over a pool of states, and the checksum."""
