@@ -127,6 +127,13 @@ static inline int md_finite(double x)
 """
 
 
+def _tree_sum(terms: list[str]) -> str:
+    """terms added pairwise, so the sum's latency grows with the log of their number, not the number."""
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+    return terms[0]
+
+
 def sim_function(model: Model, power: list[str]) -> str:
     """fwd_dyn_sim: nsteps of a scheme in C, recording every stride-th state and the dissipated work there;
     `power` is power_body of the model as generated (its frames slid), empty if nothing dissipates."""
@@ -141,6 +148,7 @@ static void fwd_dyn_power(const double *q, const double *qd, double *p)
     p_start = "    fwd_dyn_power(q, qd, &p0);\n" if power else ""
     p_step = ("            fwd_dyn_power(q, qd, &p1);\n"
               "            w1 += 0.5 * dt * (p0 + p1);\n") if power else ""
+    state_sum = _tree_sum(["w1"] + [f"q[{i}]" for i in range(nq)] + [f"qd[{i}]" for i in range(nv)])
     return f"""{_FINITE_C}{power_fn}
 /* Step (q, qd) in place; qdd_prev carries Verlet's predictor between calls (zeros: compute it).
  * *work accumulates the dampers' dissipated work (trapezoidal, every step) and traj_work gets it at each
@@ -173,10 +181,8 @@ long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, doubl
         }}
         {{
             double w1 = w;
-{p_step}            double sum = w1;  /* one test for all: a NaN or inf anywhere makes the sum non-finite */
-            for (int i = 0; i < {nq}; ++i) sum += q[i];
-            for (int i = 0; i < {nv}; ++i) sum += qd[i];
-            if (!md_finite(sum)) break;
+{p_step}            /* one test for all: a NaN or inf anywhere makes the sum non-finite */
+            if (!md_finite({state_sum})) break;
             w = w1;
             p0 = p1;
         }}
