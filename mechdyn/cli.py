@@ -167,7 +167,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"sim: {e}; nothing written (a smaller --dt may keep it finite)", file=sys.stderr)
         return EXIT_FAIL
     t_step = time.perf_counter()
-    E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated)
+    with np.errstate(over="ignore", invalid="ignore"):  # a non-finite balance is reported below, once
+        E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated)
+    bad = np.flatnonzero(~np.isfinite(B))
+    if bad.size:
+        k = int(bad[0]) * stride
+        print(f"sim: {model.name}: the energy is not finite at step {k} (t = {k * args.dt:.6g} s), though the state "
+              "is (a mass, inertia or stiffness too large for double precision?); nothing written", file=sys.stderr)
+        return EXIT_FAIL
     closure = None
     if model.loops:
         from mechdyn.core.loops import closure as phi_of
