@@ -131,11 +131,12 @@ def test_planted_dissipation_at_recorded_steps_only_is_caught(tmp_path, monkeypa
 
     def recorded_only(model, power):
         src = real(model, power)
-        step = "            fwd_dyn_power(q, qd, &p1);\n            w1 += 0.5 * dt * (p0 + p1);\n"
+        step = "            fwd_dyn_power(q, qd, &p1);\n            const double w1 = w + 0.5 * dt * (p0 + p1);\n"
         assert step in src
-        return src.replace(step, "            if (stride > 0 && (k + 1) % stride == 0) {\n"
+        return src.replace(step, "            double w1 = w;\n            p1 = p0;\n"
+                           "            if (stride > 0 && (k + 1) % stride == 0) {\n"
                            "                fwd_dyn_power(q, qd, &p1); w1 += 0.5 * dt * stride * (p0 + p1);\n"
-                           "            } else p1 = p0;\n")
+                           "            }\n")
 
     monkeypatch.setattr(generate, "sim_function", recorded_only)
     chk = dissipation_gate(mechdyn.load("springpend"))

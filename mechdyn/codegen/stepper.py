@@ -145,9 +145,11 @@ static void fwd_dyn_power(const double *q, const double *qd, double *p)
 {{
 {body}}}
 """ if power else ""
-    p_start = "    fwd_dyn_power(q, qd, &p0);\n" if power else ""
+    # the trapezoid's end powers: p0 at the step's start (the call's start, then the last step's end), p1 at its end
+    p_start = "    double p0, p1;\n    fwd_dyn_power(q, qd, &p0);\n" if power else ""
     p_step = ("            fwd_dyn_power(q, qd, &p1);\n"
-              "            w1 += 0.5 * dt * (p0 + p1);\n") if power else ""
+              "            const double w1 = w + 0.5 * dt * (p0 + p1);\n") if power else "            const double w1 = w;\n"
+    p_next = "            w = w1;\n            p0 = p1;\n" if power else ""
     state_sum = _tree_sum(["w1"] + [f"q[{i}]" for i in range(nq)] + [f"qd[{i}]" for i in range(nv)])
     return f"""{_FINITE_C}{power_fn}
 /* Step (q, qd) in place; qdd_prev carries Verlet's predictor between calls (zeros: compute it).
@@ -159,9 +161,8 @@ long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, doubl
                  int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
                  long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done)
 {{
-    double qdd[{nv}], qdm[{nv}], w = *work, p0 = 0.0, p1 = 0.0;
+    double qdd[{nv}], qdm[{nv}], w = *work;
 {p_start}    long nrec = 0, k;
-    (void)p1;
     for (k = 0; k < nsteps; ++k) {{
         long s = nsched > 1 ? (long)((t0 + k * dt) / dt_sched) : 0;
         if (s >= nsched) s = nsched - 1;
@@ -180,12 +181,9 @@ long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, doubl
             fwd_dyn_drift(q, qd, 0.5 * dt);
         }}
         {{
-            double w1 = w;
 {p_step}            /* one test for all: a NaN or inf anywhere makes the sum non-finite */
             if (!md_finite({state_sum})) break;
-            w = w1;
-            p0 = p1;
-        }}
+{p_next}        }}
         if (stride > 0 && (k + 1) % stride == 0) {{
             memcpy(traj_q + nrec * {nq}, q, sizeof(double) * {nq});
             memcpy(traj_qd + nrec * {nv}, qd, sizeof(double) * {nv});
