@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +26,7 @@ from mechdyn.core.model import BASE, Model
 from mechdyn.core.parse import load_model
 
 AXES = "xyz"
+_IMPORTED = time.perf_counter()  # the fallback origin of the whole command's wall time
 
 
 def _body_name(model: Model, i: int) -> str:
@@ -125,20 +128,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def cmd_sim(args: argparse.Namespace) -> int:
-    """Simulate a model and summarize (optionally writing a trace)."""
-    import time
+def _process_seconds() -> float:
+    """Wall seconds since this process started (from /proc on Linux), else since this module was imported."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime: ticks after boot
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter() - _IMPORTED
 
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    """Simulate a model and summarize (optionally writing a trace); exit 1 if the state went non-finite."""
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
     from mechdyn.sim.checks import initial_state
     from mechdyn.sim.energy import energy_balance
-    from mechdyn.sim.run import simulate
+    from mechdyn.sim.run import SimulationDiverged, simulate
     from mechdyn.sim.trace import write_trace
 
     if args.time <= 0 or args.dt <= 0 or args.dt > args.time:
         raise InputError(f"expected 0 < --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
+    t_start = time.perf_counter()
+    startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
     dyn = Dynamics(load_model(args.model), progress=True)
     model = dyn.model
     if args.seed is None:
@@ -147,23 +160,39 @@ def cmd_sim(args: argparse.Namespace) -> int:
         q0, qd0 = initial_state(dyn, args.seed)
     nsteps = int(round(args.time / args.dt))
     stride = args.stride or max(1, nsteps // 2000)  # about 2000 rows, whatever dt is
-    t0 = time.perf_counter()
-    tr = simulate(dyn, q0, qd0, args.time, args.dt, args.scheme, stride=stride, progress=True)
-    wall = time.perf_counter() - t0
-    E, B = energy_balance(model, tr.t, tr.q, tr.qd)
+    t_load = time.perf_counter()
+    try:
+        tr = simulate(dyn, q0, qd0, args.time, args.dt, args.scheme, stride=stride, progress=True)
+    except SimulationDiverged as e:
+        print(f"sim: {e}; nothing written (a smaller --dt may keep it finite)", file=sys.stderr)
+        return EXIT_FAIL
+    t_step = time.perf_counter()
+    with np.errstate(over="ignore", invalid="ignore"):  # a non-finite balance is reported below, once
+        E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated)
+    bad = np.flatnonzero(~np.isfinite(B))
+    if bad.size:
+        k = int(bad[0]) * stride
+        print(f"sim: {model.name}: the energy is not finite at step {k} (t = {k * args.dt:.6g} s), though the state "
+              "is (a mass, inertia or stiffness too large for double precision?); nothing written", file=sys.stderr)
+        return EXIT_FAIL
     closure = None
     if model.loops:
         from mechdyn.core.loops import closure as phi_of
 
         closure = np.array([np.abs(phi_of(model, q)[0]).max() for q in tr.q])
     if args.trace:
-        write_trace(Path(args.trace), model, tr.t, tr.q, tr.qd, E, closure,
+        write_trace(Path(args.trace), model, tr.t, tr.q, tr.qd, E, tr.dissipated, closure,
                     {"scheme": args.scheme, "dt": f"{args.dt:g}", "stride": str(stride), "steps": str(nsteps)})
+    t_end = time.perf_counter()
+    load, stepping, post = t_load - t_start, t_step - t_load, t_end - t_step
     drift = float(np.max(np.abs(B - B[0])))
     extra = f", max closure error {closure.max():.2e}" if closure is not None else ""
-    print(f"sim: {model.name}: {nsteps} {args.scheme} steps of {args.dt:g} s in {wall:.3f} s wall "
-          f"({nsteps / wall:.3g} steps/s, real-time factor {args.time / wall:.3g}), "
-          f"energy drift {drift:.3e} J{extra}" + (f"; trace {args.trace}" if args.trace else ""))
+    print(f"sim: {model.name}: {nsteps} {args.scheme} steps of {args.dt:g} s, energy drift {drift:.3e} J "
+          f"(E + dissipated work - E(0), over {len(tr.t)} rows){extra}" + (f"; trace {args.trace}" if args.trace else ""))
+    print(f"sim: stepping {stepping:.3g} s ({nsteps / stepping:.3g} steps/s, real-time factor "
+          f"{args.time / stepping:.3g}); {startup + (t_end - t_start):.3g} s wall in all: start-up {startup:.3g} s, "
+          f"load/compile {load:.3g} s, stepping {stepping:.3g} s, post-processing (energy"
+          f"{', closure' if closure is not None else ''}{', trace' if args.trace else ''}) {post:.3g} s")
     return EXIT_PASS
 
 
@@ -276,9 +305,13 @@ def parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_export)
     s = sub.add_parser("sim", help="simulate a model in C and summarize the run",
                        description="Step the generated dynamics in C from the design pose at rest (or a seeded "
-                       "random state), report steps, wall time, real-time factor and energy drift (the change "
-                       "of kinetic + gravitational + spring energy plus the energy the dampers dissipated), and "
-                       "the loop closure error for loop models. Inputs are held at zero.")
+                       "random state), report steps, the energy drift (the largest change over the recorded rows of "
+                       "kinetic + gravitational + spring energy plus the work the dampers dissipated, integrated in "
+                       "C at every step, so the stride does not change it) and the loop closure error for loop "
+                       "models; then the stepping time with its real-time factor, and the whole command's wall "
+                       "time split into start-up, load/compile, stepping and post-processing. Inputs are held at "
+                       "zero. Exit status 1, with the step and time, if the state goes non-finite (no trace is "
+                       "written then).")
     s.add_argument("model", help="a model name in models/ or a path to a .mech file")
     s.add_argument("--time", type=float, default=1.0, help="simulated time in s (default 1)")
     s.add_argument("--dt", type=float, default=1e-3, help="step in s (default 1e-3)")

@@ -232,12 +232,16 @@ class Dynamics:
 
     def step(self, scheme: int, nsteps: int, t0: float, dt: float, q: np.ndarray, qd: np.ndarray, qdd_prev: np.ndarray,
              tau: np.ndarray, fext: np.ndarray | None, act: np.ndarray | None, dt_sched: float,
-             stride: int, traj_q: np.ndarray, traj_qd: np.ndarray) -> int:
+             stride: int, traj_q: np.ndarray, traj_qd: np.ndarray, work: np.ndarray,
+             traj_work: np.ndarray) -> tuple[int, int]:
         """nsteps of fwd_dyn_sim from time t0 on (q, qd, qdd_prev) in place; inputs are (nsched, ...) schedules.
 
         q, qd, qdd_prev, traj_q and traj_qd are written in place: writeable C-contiguous float64 arrays, the
         trajectory buffers with at least nsteps // stride rows. tau (nsched, nv), fext (nsched, nbody, 6) and act
-        (nsched, nact) share one nsched >= 1; dt_sched must be finite and > 0 when nsched > 1."""
+        (nsched, nact) share one nsched >= 1; dt_sched must be finite and > 0 when nsched > 1. work (1,)
+        accumulates the dampers' dissipated work in place, and traj_work (at least nsteps // stride rows) gets it
+        at each recorded state. Returns the states recorded and the steps completed: fewer than nsteps if the
+        state went non-finite."""
         if scheme not in SCHEMES.values():
             raise ValueError(f"scheme is {scheme!r}, expected one of {sorted(SCHEMES.values())} ({SCHEMES})")
         nsteps, stride = integer("nsteps", nsteps, 0), integer("stride", stride, 1)
@@ -261,8 +265,12 @@ class Dynamics:
         nrec = nsteps // stride  # the rows fwd_dyn_sim writes
         _, ptq = self._arr("traj_q", traj_q, (nrec, self.nq), inplace=True, min_rows=True)
         _, ptqd = self._arr("traj_qd", traj_qd, (nrec, self.nv), inplace=True, min_rows=True)
-        return self._lib.fwd_dyn_sim(scheme, nsteps, t0, dt, pq, pqd, pqdd, nsched, dt_sched, ptau, pf, pa, stride,
-                                     ptq, ptqd)
+        _, pw = self._arr("work", work, (1,), inplace=True)
+        _, ptw = self._arr("traj_work", traj_work, (nrec,), inplace=True, min_rows=True)
+        done = self._ffi.new("long *")
+        nrec = self._lib.fwd_dyn_sim(scheme, nsteps, t0, dt, pq, pqd, pqdd, nsched, dt_sched, ptau, pf, pa, stride,
+                                     ptq, ptqd, pw, ptw, done)
+        return nrec, done[0]
 
     def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
         """Seconds per fwd_dyn call timed inside C over a pool of n >= 1 states, and the checksum."""

@@ -1,4 +1,5 @@
-"""Trajectory gates: integration order on tree models, reversibility everywhere, closure drift on loop models."""
+"""Trajectory gates: integration order on tree models, reversibility and the dampers' work everywhere, closure drift
+on loop models."""
 import pytest
 
 from mechdyn.sim import checks
@@ -17,3 +18,7 @@ def test_reversibility(model_name, gate):
 
 def test_closure_drift(loop_model_name, gate):
     gate(loop_model_name, checks.closure_gate(dynamics(loop_model_name)))
+
+
+def test_dissipation(model_name, gate):
+    gate(model_name, checks.dissipation_gate(dynamics(model_name)))

@@ -38,11 +38,15 @@ CASES = [
     ("find kind", "d.find('body', 'hook')", "unknown kind 'body'"),
     ("find bytes name", "d.find('poi', b'hook')", "expected a str"),
     ("step traj_q one row", "d.step(1, 100000, 0.0, 1e-3, *w(), T1, None, None, 1.0, 1, np.empty((1, 2)), "
-     "np.empty((100000, 2)))", "traj_q has shape (1, 2), expected (100000 or more rows, 2)"),
+     "np.empty((100000, 2)), np.zeros(1), np.empty(100000))", "traj_q has shape (1, 2), expected (100000 or more rows, 2)"),
     ("step traj_qd short", "d.step(1, 100000, 0.0, 1e-3, *w(), T1, None, None, 1.0, 10, np.empty((10000, 2)), "
-     "np.empty((9999, 2)))", "traj_qd has shape (9999, 2), expected (10000 or more rows, 2)"),
+     "np.empty((9999, 2)), np.zeros(1), np.empty(10000))", "traj_qd has shape (9999, 2), expected (10000 or more rows, 2)"),
+    ("step traj_work short", "d.step(1, 100, 0.0, 1e-3, *w(), T1, None, None, 1.0, 1, np.empty((100, 2)), "
+     "np.empty((100, 2)), np.zeros(1), np.empty(99))", "traj_work has shape (99,), expected (100 or more rows"),
+    ("step work scalar", "d.step(1, 10, 0.0, 1e-3, *w(), T1, None, None, 1.0, 1, np.empty((10, 2)), "
+     "np.empty((10, 2)), np.zeros(2), np.empty(10))", "work has shape (2,), expected (1,)"),
     ("step traj_q columns", "d.step(1, 10, 0.0, 1e-3, *w(), T1, None, None, 1.0, 1, np.empty((10, 1)), "
-     "np.empty((10, 2)))", "traj_q has shape (10, 1)"),
+     "np.empty((10, 2)), np.zeros(1), np.empty(10))", "traj_q has shape (10, 1)"),
     ("step q strided", "d.step(1, 10, 0.0, 1e-3, np.zeros(4)[::2], qd.copy(), qd.copy(), T1, None, None, 1.0, 1, "
      "*traj(10))", "q must be a writeable C-contiguous float64"),
     ("step q read-only", "d.step(1, 10, 0.0, 1e-3, ro(np.zeros(2)), qd.copy(), qd.copy(), T1, None, None, 1.0, 1, "
@@ -92,7 +96,7 @@ CASES = [
     ("elbow act given", "e.forward(np.zeros(6), np.zeros(6), np.zeros(6), None, np.zeros(1))",
      "act has shape (1,), expected (0,)"),
     ("satellite step q short", "sat.step(1, 10, 0.0, 1e-3, np.zeros(9), np.zeros(9), np.zeros(9), np.zeros((1, 9)), "
-     "None, None, 1.0, 1, np.empty((10, 10)), np.empty((10, 9)))", "q has shape (9,), expected (10,)"),
+     "None, None, 1.0, 1, np.empty((10, 10)), np.empty((10, 9)), np.zeros(1), np.empty(10))", "q has shape (9,), expected (10,)"),
 ]
 
 CHILD = """
@@ -105,7 +109,7 @@ d, e, sat = mechdyn.load("springpend"), mechdyn.load("elbow"), mechdyn.load("sat
 nan = float("nan")
 q, qd, tau, T1, Z5 = np.zeros(2), np.zeros(2), np.zeros(2), np.zeros((1, 2)), np.zeros((5, 2))
 w = lambda: (np.zeros(2), np.zeros(2), np.zeros(2))  # fresh in-place q, qd, qdd_prev
-traj = lambda n: (np.empty((n, 2)), np.empty((n, 2)))
+traj = lambda n: (np.empty((n, 2)), np.empty((n, 2)), np.zeros(1), np.empty(n))  # traj_q, traj_qd, work, traj_work
 
 
 def ro(a):
@@ -163,8 +167,10 @@ def test_fwd_dyn_sim_clamps_the_schedule_index_on_both_sides():
             ptau, n = sched, nsched
         else:
             ptau, n = ffi.from_buffer("double[]", tau), 1
+        work, tw = np.zeros(1), np.empty(50)
         lib.fwd_dyn_sim(1, 50, t0, 1e-3, *args, n, dt_sched, ptau, ffi.NULL, ffi.NULL, 1,
-                        ffi.from_buffer("double[]", tq), ffi.from_buffer("double[]", tqd))
+                        ffi.from_buffer("double[]", tq), ffi.from_buffer("double[]", tqd),
+                        ffi.from_buffer("double[]", work), ffi.from_buffer("double[]", tw), ffi.new("long *"))
         return q
 
     first, last = run(1.0, tau=np.zeros(d.nv)), run(1.0, tau=np.full(d.nv, nsched - 1.0))
@@ -197,7 +203,7 @@ def test_non_unit_quaternion_is_refused_naming_the_body(Q):
         sat.forward_batch(Qs, np.zeros((4, sat.nv)), np.zeros((4, sat.nv)))
     with pytest.raises(ValueError, match="floating body 'bus'"):
         sat.step(1, 10, 0.0, 1e-3, q.copy(), z.copy(), z.copy(), np.zeros((1, sat.nv)), None, None, 1.0, 1,
-                 np.empty((10, sat.nq)), np.empty((10, sat.nv)))
+                 np.empty((10, sat.nq)), np.empty((10, sat.nv)), np.zeros(1), np.empty(10))
 
 
 def test_the_stated_tolerance_is_the_boundary_and_the_old_garbage_is_large():

@@ -3,7 +3,7 @@
     void fwd_dyn_drift(double *q, const double *qd, double tau)
     long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
                      int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
-                     long stride, double *traj_q, double *traj_qd)
+                     long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done)
 
 The drift is written exactly, so each half-step is self-adjoint: single-DOF
 joints move by qd·τ; a floating body's attitude by Q ⊗ exp(½ ω τ) and its
@@ -15,10 +15,21 @@ midpoint with the velocity predictor qd + qdd_prev·dt/2, drift(dt/2).
 Inputs are schedules of `nsched` samples `dt_sched` apart, held between
 samples (nsched = 1 holds one value throughout); the sample index is clamped
 into [0, nsched - 1], so no time reads outside them.
+
+Beside the stepping, the work the dampers dissipate (the TSDAs' c l̇² and the
+RSDAs' c q̇², as mechdyn/sim/energy.py defines them) is integrated at every
+step by the trapezoidal rule on the powers at the step's two ends: second
+order, like the energy error of Verlet, and what energy_balance computes when
+every step is recorded. The inputs' work (tau, act, fext) is not counted.
+The stepping stops at the first step whose state (or that work) is not finite.
 """
 from __future__ import annotations
 
 from mechdyn.core.model import Model
+
+from .elements import tsda_state
+from .expr import Builder
+from .kinematics import TreeKinematics
 
 SCHEMES = {"euler": 0, "verlet": 1}
 
@@ -84,19 +95,76 @@ def drift_function(model: Model) -> str:
     return f"{helpers}\nvoid fwd_dyn_drift(double *q, const double *qd, double tau)\n{{\n" + "\n".join(lines) + "\n}\n"
 
 
-def sim_function(model: Model) -> str:
-    """fwd_dyn_sim: nsteps of a scheme in C, recording every stride-th state."""
+def damped(model: Model) -> bool:
+    """Whether any element dissipates: then the stepper integrates the dampers' power."""
+    return any(e.c != 0.0 for e in (*model.tsdas, *model.rsdas))
+
+
+def power_body(model: Model) -> list[str]:
+    """The statements of fwd_dyn_power: p[0] = Σ c l̇² over the TSDAs + Σ c q̇² over the RSDAs."""
+    b = Builder()
+    kin = TreeKinematics(b, model)
+    terms = []
+    for e in model.tsdas:
+        if e.c != 0.0:
+            ldot = tsda_state(b, kin, e).ldot
+            terms.append(b.mul(float(e.c), b.mul(ldot, ldot)))
+    for e in model.rsdas:
+        if e.c != 0.0:
+            x = kin.qd(model.vidx[e.body])
+            terms.append(b.mul(float(e.c), b.mul(x, x)))
+    b.store("p[0]", b.sum(*terms))
+    return b.finish()[0]
+
+
+# x is neither inf nor NaN, read from its exponent bits: isfinite() may fold to 1 under -ffinite-math-only
+_FINITE_C = r"""
+static inline int md_finite(double x)
+{
+    unsigned long long bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
+}
+"""
+
+
+def _tree_sum(terms: list[str]) -> str:
+    """terms added pairwise, so the sum's latency grows with the log of their number, not the number."""
+    while len(terms) > 1:
+        terms = [f"({a} + {b})" for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) & ~1:]
+    return terms[0]
+
+
+def sim_function(model: Model, power: list[str]) -> str:
+    """fwd_dyn_sim: nsteps of a scheme in C, recording every stride-th state and the dissipated work there;
+    `power` is power_body of the model as generated (its frames slid), empty if nothing dissipates."""
     nq, nv, nf, na = model.nq, model.nv, 6 * model.nbody, model.nact
-    return f"""
+    body = "".join(f"    {ln}\n" for ln in power)
+    power_fn = f"""
+/* the power the dampers dissipate at (q, qd), into p[0] */
+static void fwd_dyn_power(const double *q, const double *qd, double *p)
+{{
+{body}}}
+""" if power else ""
+    # the trapezoid's end powers: p0 at the step's start (the call's start, then the last step's end), p1 at its end
+    p_start = "    double p0, p1;\n    fwd_dyn_power(q, qd, &p0);\n" if power else ""
+    p_step = ("            fwd_dyn_power(q, qd, &p1);\n"
+              "            const double w1 = w + 0.5 * dt * (p0 + p1);\n") if power else "            const double w1 = w;\n"
+    p_next = "            w = w1;\n            p0 = p1;\n" if power else ""
+    state_sum = _tree_sum(["w1"] + [f"q[{i}]" for i in range(nq)] + [f"qd[{i}]" for i in range(nv)])
+    return f"""{_FINITE_C}{power_fn}
 /* Step (q, qd) in place; qdd_prev carries Verlet's predictor between calls (zeros: compute it).
- * Returns the number of states recorded (after steps stride, 2 stride, ...). */
+ * *work accumulates the dampers' dissipated work (trapezoidal, every step) and traj_work gets it at each
+ * recorded state. Stops at the first step whose state or work is not finite, leaving q, qd there and
+ * *work at its last finite value; *done is the number of steps completed with a finite state (nsteps
+ * unless it stopped). Returns the number of states recorded (after steps stride, 2 stride, ...). */
 long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
                  int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
-                 long stride, double *traj_q, double *traj_qd)
+                 long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done)
 {{
-    double qdd[{nv}], qdm[{nv}];
-    long nrec = 0;
-    for (long k = 0; k < nsteps; ++k) {{
+    double qdd[{nv}], qdm[{nv}], w = *work;
+{p_start}    long nrec = 0, k;
+    for (k = 0; k < nsteps; ++k) {{
         /* the sample index clamped into [0, nsched - 1] in double, before the conversion: a negative or NaN
          * time / dt_sched holds sample 0, a time past the last sample holds the last (Dynamics.step refuses
          * bad dt_sched; this second line keeps every read inside the schedules whatever the caller passes) */
@@ -116,12 +184,19 @@ long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, doubl
             for (int i = 0; i < {nv}; ++i) {{ qd[i] += qdd[i] * dt; qdd_prev[i] = qdd[i]; }}
             fwd_dyn_drift(q, qd, 0.5 * dt);
         }}
+        {{
+{p_step}            /* one test for all: a NaN or inf anywhere makes the sum non-finite */
+            if (!md_finite({state_sum})) break;
+{p_next}        }}
         if (stride > 0 && (k + 1) % stride == 0) {{
             memcpy(traj_q + nrec * {nq}, q, sizeof(double) * {nq});
             memcpy(traj_qd + nrec * {nv}, qd, sizeof(double) * {nv});
+            traj_work[nrec] = w;
             ++nrec;
         }}
     }}
+    *work = w;
+    *done = k;
     return nrec;
 }}
 """
@@ -131,5 +206,5 @@ CDEF = """
 void fwd_dyn_drift(double *q, const double *qd, double tau);
 long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
                  int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
-                 long stride, double *traj_q, double *traj_qd);
+                 long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done);
 """

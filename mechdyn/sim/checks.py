@@ -1,4 +1,4 @@
-"""Checks that only a trajectory can make: integration order, reversibility, loop closure drift.
+"""Checks that only a trajectory can make: integration order, reversibility, loop closure drift, the dampers' work.
 
 Each returns a `Check` (crosscheck/checks.py), like every other gate.
 """
@@ -18,6 +18,8 @@ ORDER = {"euler": (2.0, 0.05), "verlet": (4.0, 0.1)}  # expected drift ratio dt 
 NOISE = 1e-11  # drift below this fraction of the kinetic-energy scale is round-off, not truncation
 T_ORDER, DT_ORDER = 0.5, 2e-4  # horizon and step of the order gate
 CLOSURE_GATE = 1e-5  # m or rad: a loop held this closed over a run is closed for any engineering purpose
+# relative: the C and NumPy routes sum the same powers in different orders, ~1e-15 apart per step
+DISSIPATION_GATE = 1e-9
 
 
 def initial_state(dyn: Dynamics, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -74,3 +76,20 @@ def closure_gate(dyn: Dynamics, T: float = 1.0, dt: float = 1e-4, seed: int = 0)
     tr = simulate(dyn, q0, qd0, T, dt, "verlet", stride=10)
     worst = closure_drift(dyn, tr)
     return Check("closure_drift", worst, CLOSURE_GATE, f"{T:g} s at dt {dt:g} (Verlet) from a closed state, max |phi|")
+
+
+def dissipation_gate(dyn: Dynamics, T: float = 0.2, dt: float = 1e-3, stride: int = 20, seed: int = 0) -> Check:
+    """The dampers' work integrated in C (Trajectory.dissipated) against the NumPy route's trapezoid over every
+    step (energy.py), and recorded every `stride` steps against every step: the stride must not change it."""
+    q0, qd0 = initial_state(dyn, seed)
+    every = simulate(dyn, q0, qd0, T, dt, "verlet")
+    strided = simulate(dyn, q0, qd0, T, dt, "verlet", stride=stride)
+    E, B = energy_balance(dyn.model, every.t, every.q, every.qd)
+    w_numpy = B - E
+    total = float(np.max(np.abs(w_numpy)))
+    scale = max(total, 1e-300)  # an undamped model: both routes must give exactly 0
+    off_numpy = float(np.max(np.abs(every.dissipated - w_numpy)))
+    off_stride = float(np.max(np.abs(strided.dissipated - every.dissipated[::stride])))
+    return Check("dissipation", max(off_numpy, off_stride) / scale, DISSIPATION_GATE,
+                 f"{T:g} s at dt {dt:g}, {total:.3e} J dissipated: C vs NumPy {off_numpy:.1e} J, stride {stride} vs 1 "
+                 f"{off_stride:.1e} J; relative")

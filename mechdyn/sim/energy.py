@@ -3,7 +3,9 @@
 Kinetic ½ Σ vᵢᵀ Iᵢ vᵢ from the numeric forward kinematics, gravitational
 −Σ mᵢ g·cᵢ, and the elements' springs ½k(l − l0)² and ½k(q − q0)²; plus the
 power the elements' dampers dissipate, c l̇² and c q̇², so that a damped model's
-balance E + ∫P_diss can be checked too.
+balance E + ∫P_diss can be checked too. The stepper integrates that power in C
+at every step (Trajectory.dissipated); integrated here over the recorded rows
+alone, it is right only when every step is recorded.
 """
 from __future__ import annotations
 
@@ -33,10 +35,17 @@ def energy_terms(model: Model, q: np.ndarray, qd: np.ndarray) -> tuple[float, fl
     return float(T), float(V), float(P)
 
 
-def energy_balance(model: Model, t: np.ndarray, Q: np.ndarray, QD: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Total mechanical energy E(t), and E(t) + ∫₀ᵗ P_diss (trapezoidal), which an exact solution keeps at E(0)."""
+def energy_balance(model: Model, t: np.ndarray, Q: np.ndarray, QD: np.ndarray,
+                   dissipated: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Total mechanical energy E(t), and E(t) + W(t), which an exact solution keeps at E(0).
+
+    W is `dissipated` (the stepper's, integrated at every step) when given, else ∫₀ᵗ P_diss by the
+    trapezoidal rule over the rows themselves.
+    """
     terms = np.array([energy_terms(model, q, qd) for q, qd in zip(Q, QD)])
     E = terms[:, 0] + terms[:, 1]
+    if dissipated is not None:
+        return E, E + dissipated
     P = terms[:, 2]
     W = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(t))])
     return E, E + W

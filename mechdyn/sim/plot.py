@@ -57,8 +57,11 @@ def plot_trace(tr: Trace, outdir: Path) -> list[Path]:
         files.append(_save(fig, outdir / f"{name}_{body}.png"))
     fig, axes = plt.subplots(2 if "closure" in df else 1, 1, figsize=(9, 6 if "closure" in df else 3.5), squeeze=False)
     E = df["energy"].to_numpy()
-    axes[0, 0].plot(t, E - E[0])
-    axes[0, 0].set_ylabel("E(t) − E(0) (J)")
+    axes[0, 0].plot(t, E - E[0], label="E(t) − E(0)")
+    if "dissipated" in df:  # traces written before the column existed have only E
+        axes[0, 0].plot(t, E + df["dissipated"].to_numpy() - E[0], label="E(t) + dissipated − E(0)")
+        axes[0, 0].legend(fontsize=7)
+    axes[0, 0].set_ylabel("energy change (J)")
     axes[0, 0].set_title(f"{title}: total mechanical energy change")
     if "closure" in df:
         axes[1, 0].semilogy(t, np.maximum(df["closure"].to_numpy(), 1e-18))

@@ -1,4 +1,4 @@
-"""Trajectories: many steps per C call, strided records, inputs held or scheduled."""
+"""Trajectories: many steps per C call, strided records, inputs held or scheduled, the dampers' work beside."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,6 +17,16 @@ class Trajectory:
     qd: np.ndarray  # (n, nv)
     dt: float
     scheme: str
+    dissipated: np.ndarray  # (n,) J the dampers dissipated since t[0], integrated in C at every step
+
+
+class SimulationDiverged(RuntimeError):
+    """The state went non-finite: `step` (1-based) is the first step that produced a NaN or inf, `t` the time
+    it would have reached, and `trajectory` the states recorded before it (all finite)."""
+
+    def __init__(self, model: str, step: int, t: float, trajectory: Trajectory) -> None:
+        super().__init__(f"{model}: diverged at step {step} (t = {t:.6g} s): the state went non-finite")
+        self.step, self.t, self.trajectory = step, t, trajectory
 
 
 def _schedule(x, n_inner: tuple[int, ...], name: str) -> np.ndarray | None:
@@ -55,6 +65,8 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     the last sample holds past the schedule's end). Any mix of held and scheduled
     inputs is accepted; scheduled inputs must have the same number of samples, and
     dt_sched must then be finite and > 0. Arguments are checked as in Dynamics.
+    If a step makes the state non-finite, raises SimulationDiverged, which carries
+    the finite part of the run; a Trajectory returned is finite throughout.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
@@ -71,8 +83,9 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
             raise ValueError(f"dt_sched is {dt_sched}, expected > 0")
     q, qd = np.array(real_array("q0", q0, (dyn.nq,))), np.array(real_array("qd0", qd0, (dyn.nv,)))
     nrec = nsteps // stride
-    Q, QD = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv))
+    Q, QD, W = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros(nrec + 1)
     Q[0], QD[0] = q, qd
+    work = np.zeros(1)
     first = lambda s: None if s is None else s[0]  # noqa: E731
     qdd_prev = dyn.forward(q, qd, tau_s[0], first(fext_s), first(act_s))  # Verlet's first predictor
     # chunks of whole strides, so a progress bar can follow a long run
@@ -82,10 +95,17 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
               disable=None if progress else True) as bar:
         while done < nsteps:
             n = min(chunk, nsteps - done)
-            got = dyn.step(SCHEMES[scheme], n, done * dt, dt, q, qd, qdd_prev, tau_s, fext_s, act_s,
-                           dt_sched if nsched > 1 else 1.0, stride, Q[rec:], QD[rec:])
+            got, ok = dyn.step(SCHEMES[scheme], n, done * dt, dt, q, qd, qdd_prev, tau_s, fext_s, act_s,
+                               dt_sched if nsched > 1 else 1.0, stride, Q[rec:], QD[rec:], work, W[rec:])
             rec += got
-            done += n
-            bar.update(n)
-    t = np.arange(rec) * stride * dt
-    return Trajectory(t, Q[:rec], QD[:rec], dt, scheme)
+            done += ok
+            bar.update(ok)
+            if ok < n:
+                partial = _trajectory(rec, stride, dt, scheme, Q, QD, W)
+                raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
+    return _trajectory(rec, stride, dt, scheme, Q, QD, W)
+
+
+def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD: np.ndarray, W: np.ndarray) -> Trajectory:
+    """The first rec rows recorded."""
+    return Trajectory(np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, W[:rec])

@@ -6,10 +6,11 @@
     # dt: 0.001
     # gravity: 0 0 -9.81
     # floating: bus
-    t,q:bus.qw,...,qd:bus.wx,...,energy[,closure]
+    t,q:bus.qw,...,qd:bus.wx,...,energy,dissipated[,closure]
 
 Column names say which body and coordinate each is, so a plot needs nothing
-but the file.
+but the file. `energy` is E(t); `dissipated` the work the dampers dissipated
+since t = 0, integrated at every step, so energy + dissipated is the balance.
 """
 from __future__ import annotations
 
@@ -45,10 +46,10 @@ class Trace:
     data: pd.DataFrame
 
 
-def write_trace(path: Path, model: Model, t, Q, QD, energy, closure, meta: dict[str, str]) -> None:
+def write_trace(path: Path, model: Model, t, Q, QD, energy, dissipated, closure, meta: dict[str, str]) -> None:
     """Write a trace atomically (readers never see half a file)."""
     qn, vn = coordinate_names(model)
-    df = pd.DataFrame(np.column_stack([t, Q, QD, energy]), columns=["t", *qn, *vn, "energy"])
+    df = pd.DataFrame(np.column_stack([t, Q, QD, energy, dissipated]), columns=["t", *qn, *vn, "energy", "dissipated"])
     if closure is not None:
         df["closure"] = closure
     head = {"model": model.name, "gravity": " ".join(f"{g:g}" for g in model.gravity),
