@@ -74,7 +74,7 @@ def load_history(path: Path) -> History:
         gates = pd.read_sql_query("SELECT run_id, model, gate, metric, threshold, passed, nodeid FROM gates "
                                   "ORDER BY rowid", conn)
     except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas wraps the sqlite3 error in its own class
-        raise InputError(f"{path}: cannot read the gate history (damaged, or not one): {e.__cause__ or e}") from None
+        raise InputError(f"{path}: not a gate history, or a damaged one: {e.__cause__ or e}") from None
     finally:
         conn.close()
     text = ["run_id", "started", "commit_id", "machine", "argv"]
