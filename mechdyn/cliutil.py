@@ -12,6 +12,7 @@ import re
 import sqlite3
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,18 +60,30 @@ def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -
     ModelNotFound are ValueErrors, as is every argument check of the library),
     unreadable or unwritable files (OSError), a damaged history (sqlite3.Error)
     and running out of memory. Anything else is a bug and keeps its traceback.
+    Warnings are held back until the command ends: shown after it, unless it
+    ended in an input error, whose one line replaces them (numpy's overflow
+    warnings are then symptoms of the same bad input, printed before the diagnosis).
     """
+    held: list[warnings.WarningMessage] = []
+    show = True
     try:
-        args = parser().parse_args(argv)
-        return args.func(args)
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # `mechdyn info x | head`: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_PASS
-    except (InputError, ValueError, NotImplementedError, OSError, sqlite3.Error, MemoryError) as e:
-        print(one_line(_describe(e)), file=sys.stderr)
-        return EXIT_INPUT
+        with warnings.catch_warnings(record=True) as held:
+            try:
+                args = parser().parse_args(argv)
+                return args.func(args)
+            except KeyboardInterrupt:
+                return 130
+            except BrokenPipeError:  # `mechdyn info x | head`: the reader left; say nothing more
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return EXIT_PASS
+            except (InputError, ValueError, NotImplementedError, OSError, sqlite3.Error, MemoryError) as e:
+                show = False
+                print(one_line(_describe(e)), file=sys.stderr)
+                return EXIT_INPUT
+    finally:
+        if show:
+            for w in held:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def load_model(spec: str) -> Model:
