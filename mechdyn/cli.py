@@ -223,14 +223,20 @@ def cmd_golden(args: argparse.Namespace) -> int:
 
     if bool(args.all) == bool(args.model):
         raise InputError("name one or more models, or pass --all (not both)")
+    from tqdm import tqdm
+
     status = EXIT_PASS
-    for name in golden.models() if args.all else args.model:
+    names = golden.models() if args.all else args.model
+    # updating compiles each model and counts its instructions under callgrind: seconds to a minute apiece
+    bar = tqdm(names, desc="golden --update", unit="model", leave=False, disable=None if args.update else True)
+    for name in bar:
+        bar.set_postfix_str(name)
         g = golden.update(name) if args.update else golden.stored(name)
         if g is None:
-            print(f"golden {name}: none; create it with `{golden.update_command(name)}`")
+            tqdm.write(f"golden {name}: none; create it with `{golden.update_command(name)}`", file=sys.stdout)
             status = EXIT_FAIL
         else:
-            print(golden.describe(g))
+            tqdm.write(golden.describe(g), file=sys.stdout)
     return status
 
 

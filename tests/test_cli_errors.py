@@ -3,6 +3,7 @@
 Each case runs the console script in a subprocess, as a user would, and checks
 the whole of stderr: exactly one line, no "Traceback", no numpy warning.
 """
+import io
 import os
 import re
 import sqlite3
@@ -258,3 +259,89 @@ def test_message_keeps_what_fits():
     assert one_line("a\n  b\nc") == "a b c"
     assert one_line("x" * 1000) == "x" * (MAX_MESSAGE - 1) + "…"
     assert re.fullmatch(r"short", one_line("short"))
+
+
+# -- progress bars: on a terminal only ------------------------------------------------------------
+
+class FakeTerminal(io.StringIO):
+    """A stderr that says it is a terminal of 100 columns, so that tqdm(disable=None) draws into it."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("no descriptor; tqdm falls back to its default width")
+
+
+def test_golden_update_all_shows_a_bar_on_a_terminal(monkeypatch, capsys):
+    """`golden --all --update` (minutes: a compile and a callgrind count per model) draws a bar; its lines stay clean."""
+    from mechdyn import golden
+    from mechdyn.cli import parser
+    from mechdyn.cliutil import run
+
+    names = golden.models()
+    fake = golden.stored(names[0])
+    assert fake is not None
+    monkeypatch.setattr(golden, "update", lambda name: fake)  # the work itself is not under test
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert run(parser, ["golden", "--all", "--update"]) == 0
+    bar = terminal.getvalue()
+    assert "golden --update" in bar and f"/{len(names)}" in bar and "\r" in bar, bar[:500]
+    out = capsys.readouterr().out
+    assert out.count("\n") == len(names) and "\r" not in out and "golden --update" not in out
+
+
+def test_selftest_bar_counts_the_clean_copy(monkeypatch):
+    """The clean copy runs every gate before any planted bug: the bar's first step, not a silent minute."""
+    from mechdyn import selftest
+
+    seen: list[str] = []
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(selftest, "_scratch", lambda dest: dest.mkdir())
+    monkeypatch.setattr(selftest, "_apply", lambda dest, m: None)
+
+    def gates(dest: Path, names: tuple[str, ...]) -> list[list]:
+        seen.append(terminal.getvalue())  # what the bar showed while this step ran
+        return [["planted", 0.0, 1.0, dest.name == "clean"]]
+
+    monkeypatch.setattr(selftest, "_run_gates", gates)
+    outcomes, control = selftest.selftest()
+    assert len(outcomes) == len(selftest.MUTATIONS) and all(o.caught for o in outcomes)
+    assert "selftest: clean copy" in seen[0], seen[0][:300]
+    total = 1 + len(selftest.MUTATIONS)
+    assert f"0/{total}" in seen[0] and f"1/{total}" in seen[1] and selftest.MUTATIONS[0].name in seen[1]
+
+
+def in_pty(argv: list[str], cols: int = 120) -> tuple[int, str]:
+    """Run argv with a pseudo-terminal of `cols` columns as its stdin, stdout and stderr; its exit code and output."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))  # tqdm draws nothing at width 0
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return p.wait(timeout=120), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_crosscheck_bars_on_a_terminal_and_not_in_a_pipe():
+    """The trial loops draw bars on a terminal; captured (piped) output has none and no carriage return."""
+    script = Path(sys.executable).parent / "crosscheck"
+    argv = [str(script) if script.exists() else "crosscheck", "dense", "springpend", "--trials", "3000"]
+    rc, shown = in_pty(argv)
+    assert rc == 0 and "states for springpend" in shown and "generated vs dense" in shown and "\r" in shown, shown
+    r = cli("crosscheck", "dense", "springpend", "--trials", "3000")
+    assert r.returncode == 0 and r.stderr == "" and "\r" not in r.stdout and "springpend: PASS" in r.stdout
