@@ -168,6 +168,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _first_non_number(column: pd.Series) -> str:
+    return column[pd.to_numeric(column, errors="coerce").isna() & column.notna()].iloc[0]
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """Plot a trace file's time histories."""
     from mechdyn.sim.plot import plot_trace
@@ -178,8 +182,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise InputError(f"{path}: no such trace file; expected the CSV that 'mechdyn sim --trace' wrote")
     try:
         tr = read_trace(path)
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    except ValueError as e:  # pandas' tokenizer errors do not say which file
+        raise InputError(f"{e}" if str(e).startswith(str(path)) else f"{path}: not a mechdyn trace: {e}") from None
+    text = [c for c in tr.data.columns if not pd.api.types.is_numeric_dtype(tr.data[c])]
+    why = ("no rows" if tr.data.empty else "no t column" if "t" not in tr.data.columns
+           else f"column {text[0]} holds {_first_non_number(tr.data[text[0]])!r}" if text else "")
+    if why:  # plotting would fail deep in matplotlib, or draw text as categories
+        raise InputError(f"{path}: not a mechdyn trace: {why}; expected the CSV that 'mechdyn sim --trace' wrote")
     for f in plot_trace(tr, Path(args.output) if args.output else path.parent):
         print(f)
     return EXIT_PASS

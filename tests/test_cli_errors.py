@@ -130,6 +130,22 @@ def test_plot_output_directory_under_a_file(tmp_path):
                        "argument -o/--output", "is not a directory")
 
 
+TRACE = ("# mechdyn trace\n# model: springpend\nt,q:pend1,q:pend2,energy\n"
+         "0,0,0,35.08\n0.001,-1.4e-05,8.8e-06,35.08\n0.002,-5.6e-05,3.5e-05,35.08\n")
+
+
+@pytest.mark.parametrize("edit, needles", [
+    (lambda t: t.replace("0.001,-1.4e-05", "0.001,abc"), ["column q:pend1 holds 'abc'"]),
+    (lambda t: t.split("0,0,0")[0], ["no rows"]),
+    (lambda t: t.replace("0.002,-5.6e-05", "0.002,1,2"), ["not a mechdyn trace", "Expected 4 fields"]),
+])
+def test_plot_bad_trace(tmp_path, edit, needles):
+    trace = tmp_path / "t.csv"
+    trace.write_text(edit(TRACE))
+    assert_input_error(cli("mechdyn", "plot", str(trace), "-o", str(tmp_path / "png")), f"{trace}: ", *needles)
+    assert not (tmp_path / "png").exists() or not any((tmp_path / "png").iterdir())
+
+
 # -- mechdyn report on a bad history --------------------------------------------------------------
 
 def write_history(db: Path, nruns: int = 3, ngates: int = 40) -> None:
