@@ -238,7 +238,10 @@ def compiled_program(tag: str, source: str, suffix: str, cmd: list[str], args: l
                     src, out = Path(tmp) / f"{tag}{suffix}", Path(tmp) / tag
                     src.write_text(source)
                     full = [*cmd, str(src), "-o", str(out), *args]
-                    res = subprocess.run(full, capture_output=True, text=True, check=False)
+                    # Pinocchio's driver takes minutes to compile on a busy machine: say so rather than sit silent
+                    with tqdm(total=1, desc=f"compiling the {tag} program (once; then cached)", leave=False,
+                              disable=None, bar_format="{desc}"):
+                        res = subprocess.run(full, capture_output=True, text=True, check=False)
                     if res.returncode != 0:
                         raise RuntimeError(f"compiling the {tag} timing program failed:\n$ {shlex.join(full)}\n"
                                            f"{res.stderr.strip()[-4000:]}")
@@ -260,8 +263,10 @@ def callgrind_instructions(cmd: list[str], function: str, ncalls: int) -> float 
         return None
     with tempfile.TemporaryDirectory(prefix="mechdyn-peers.") as tmp:
         out = Path(tmp) / "callgrind.out"
-        _run_program([vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
-                      f"--toggle-collect={function}", *cmd])
+        with tqdm(total=1, desc=f"counting instructions under callgrind: {Path(str(cmd[0])).name}", leave=False,
+                  disable=None, bar_format="{desc}"):
+            _run_program([vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
+                          f"--toggle-collect={function}", *cmd])
         for line in out.read_text().splitlines():
             if line.startswith(("summary:", "totals:")):
                 total = float(line.split()[1])

@@ -183,7 +183,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         tr = read_trace(path)
     except ValueError as e:  # pandas' tokenizer errors do not say which file
-        raise InputError(f"{e}" if str(e).startswith(str(path)) else f"{path}: not a mechdyn trace: {e}") from None
+        raise InputError(str(e) if str(e).startswith(str(path)) else f"{path}: not a mechdyn trace: {e}") from None
     text = [c for c in tr.data.columns if not pd.api.types.is_numeric_dtype(tr.data[c])]
     why = ("no rows" if tr.data.empty else "no t column" if "t" not in tr.data.columns
            else f"column {text[0]} holds {_first_non_number(tr.data[text[0]])!r}" if text else "")
@@ -228,12 +228,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_golden(args: argparse.Namespace) -> int:
     """Show models' golden results and speed figures, or (re)write them with --update."""
+    from tqdm import tqdm
+
     from mechdyn import golden
 
     if bool(args.all) == bool(args.model):
         raise InputError("name one or more models, or pass --all (not both)")
-    from tqdm import tqdm
-
     status = EXIT_PASS
     names = golden.models() if args.all else args.model
     # updating compiles each model and counts its instructions under callgrind: seconds to a minute apiece

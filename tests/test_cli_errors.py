@@ -361,3 +361,20 @@ def test_crosscheck_bars_on_a_terminal_and_not_in_a_pipe():
     assert rc == 0 and "states for springpend" in shown and "generated vs dense" in shown and "\r" in shown, shown
     r = cli("crosscheck", "dense", "springpend", "--trials", "3000")
     assert r.returncode == 0 and r.stderr == "" and "\r" not in r.stdout and "springpend: PASS" in r.stdout
+
+
+def test_bench_bar_covers_every_phase(monkeypatch):
+    """`mechdyn bench` and `bench --sim` name each phase on the bar, the dense reference and the Python loop included."""
+    from mechdyn import bench
+    from mechdyn.dynamics import load
+
+    dyn = load("gantry")
+    terminal = FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    bench.bench(dyn, repeats=2, seconds=0.01, dense_calls=5)
+    shown = terminal.getvalue()
+    for phase in ("bench gantry: fwd_dyn", "bench gantry: dense reference", "bench gantry: fwd_dyn_batch"):
+        assert phase in shown, (phase, shown[-800:])
+    bench.bench_sim(dyn, 1e-3, seconds=0.01, repeats=2)
+    shown = terminal.getvalue()
+    assert "bench gantry: stepping in C" in shown and "bench gantry: Python step loop" in shown
