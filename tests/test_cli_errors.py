@@ -378,3 +378,34 @@ def test_bench_bar_covers_every_phase(monkeypatch):
     bench.bench_sim(dyn, 1e-3, seconds=0.01, repeats=2)
     shown = terminal.getvalue()
     assert "bench gantry: stepping in C" in shown and "bench gantry: Python step loop" in shown
+
+
+def _raising(e: BaseException):
+    from mechdyn.cliutil import Parser
+
+    def work(args) -> int:
+        raise e
+    p = Parser(prog="planted")
+    p.set_defaults(func=work)
+    return p
+
+
+@pytest.mark.parametrize("error, line", [
+    (MemoryError(), "out of memory; ask for less work (fewer trials, a larger step)"),
+    (PermissionError(13, "Permission denied", "/data/model.mech"), "/data/model.mech: Permission denied"),
+    (sqlite3.DatabaseError("database disk image is malformed"), "database disk image is malformed"),
+    (ValueError("q has shape (3,), expected (6,)\n  (the model's nq)"), "q has shape (3,), expected (6,) (the model's nq)"),
+])
+def test_expected_errors_are_one_line(capsys, error, line):
+    from mechdyn.cliutil import run
+
+    assert run(lambda: _raising(error), []) == 2
+    assert capsys.readouterr().err == line + "\n"
+
+
+def test_a_bug_keeps_its_traceback():
+    """Only expected errors become exit 2: anything else propagates, so a bug is not dressed up as bad input."""
+    from mechdyn.cliutil import run
+
+    with pytest.raises(ZeroDivisionError):
+        run(lambda: _raising(ZeroDivisionError("planted bug")), [])
