@@ -12,8 +12,8 @@ import json
 import sys
 
 from crosscheck.checks import Check
-from mechdyn.cliutil import EXIT_FAIL, EXIT_PASS, run
-from mechdyn.core.parse import load_model
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, load_model, positive_float, run, seed, sim_steps,
+                             trials)
 
 
 def _report(model_name: str, checks: list[Check], as_json: bool) -> int:
@@ -57,7 +57,6 @@ def cmd_chrono(args: argparse.Namespace) -> int:
 
     require_pychrono()  # without it: one line saying how to get it, exit 2
     from crosscheck.chrono import checks, sim
-    from mechdyn.cliutil import InputError
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
@@ -68,8 +67,9 @@ def cmd_chrono(args: argparse.Namespace) -> int:
         return _report(model.name, checks.run_all(model, dyn, args.trials, args.seed, SIM_T, SIM_DT, progress=True),
                        args.json)
     T, dt = args.sim
-    if not (T > 0 and dt > 0 and dt <= T):
-        raise InputError(f"--sim {T:g} {dt:g}: expected 0 < DT <= T")
+    if dt > T:
+        raise InputError(f"--sim {T:g} {dt:g}: expected DT <= T")
+    sim_steps(T, dt / 2, "--sim T", "DT/2")  # the comparison also steps at DT/2
     run_dt, run_dt2 = sim.compare(model, dyn, T, dt, args.seed, progress=True)
     if not args.json:
         body = model.body_index(args.body) if args.body else sim.default_body(model, run_dt)
@@ -97,7 +97,6 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
     """MuJoCo's forward dynamics of the exported MJCF against the generated C (tree models)."""
     from crosscheck.mujoco import why_not
     from crosscheck.mujoco.compare import accel_vs_generated
-    from mechdyn.cliutil import InputError
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
@@ -106,35 +105,19 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
     return _report(model.name, [accel_vs_generated(Dynamics(model, progress=True), args.trials, args.seed)], args.json)
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a number > 0."""
-    x = float(text)
-    if not x > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return x
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return n
-
-
-def comparison(sub, name: str, example: str, trials: int, trials_help: str, func, **kw) -> argparse.ArgumentParser:
+def comparison(sub, name: str, example: str, default_trials: int, trials_help: str, func, **kw) -> argparse.ArgumentParser:
     """A comparison subcommand with the arguments every one takes: model, --trials, --seed, --json."""
     c = sub.add_parser(name, **kw)
     c.add_argument("model", help=f"a model name in models/ (e.g. {example}) or a path to a .mech file")
-    c.add_argument("--trials", type=positive_int, default=trials, help=f"{trials_help} (default {trials})")
-    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    c.add_argument("--trials", type=trials, default=default_trials, help=f"{trials_help} (default {default_trials})")
+    c.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     c.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
     c.set_defaults(func=func)
     return c
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="crosscheck",
         description="Check mechdyn's forward dynamics against independent implementations. "
         "Exit status: 0 all checks pass, 1 a check failed, 2 bad input.",

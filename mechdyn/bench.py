@@ -82,23 +82,35 @@ def bench(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_calls: in
     per_call, _ = dyn.time_per_call(*pool, 1000)  # calibrate the loop length
     ncalls = max(1000, int(seconds / max(per_call, 1e-9)))
     best, checksum = np.inf, 0.0
-    for _ in tqdm(range(repeats), desc=f"bench {dyn.model.name}", leave=False, disable=None):
-        t, checksum = dyn.time_per_call(*pool, ncalls)
-        best = min(best, t)
-    t0 = time.perf_counter()
-    for k in range(dense_calls):
-        s = states[k % POOL]
-        forward_crba(dyn.model, s.q, s.qd, s.tau, s.fext, s.act)
-    dense = (time.perf_counter() - t0) / dense_calls
-    batched = batch_ns(dyn, pool, seconds, repeats)
+    # one bar over all three phases: the dense calls alone take seconds on a large model
+    with tqdm(total=2 * repeats + 1, desc=f"bench {dyn.model.name}: fwd_dyn", unit="pass", leave=False,
+              disable=None) as bar:
+        for _ in range(repeats):
+            t, checksum = dyn.time_per_call(*pool, ncalls)
+            best = min(best, t)
+            bar.update()
+        bar.set_description(f"bench {dyn.model.name}: dense reference")
+        t0 = time.perf_counter()
+        for k in range(dense_calls):
+            s = states[k % POOL]
+            forward_crba(dyn.model, s.q, s.qd, s.tau, s.fext, s.act)
+        dense = (time.perf_counter() - t0) / dense_calls
+        bar.update()
+        bar.set_description(f"bench {dyn.model.name}: fwd_dyn_batch")
+        batched = batch_ns(dyn, pool, seconds, repeats, bar.update)
     return BenchResult(dyn.model.name, dyn.nq, dyn.nv, dyn.flops, best * 1e9, dense * 1e9, checksum, batched)
 
 
-def batch_ns(dyn: Dynamics, pool: list[np.ndarray], seconds: float, repeats: int) -> float:
-    """Best ns per state of fwd_dyn_batch over passes through the pool, loops of about `seconds`."""
+def batch_ns(dyn: Dynamics, pool: list[np.ndarray], seconds: float, repeats: int,
+             tick: Callable[[], object] = lambda: None) -> float:
+    """Best ns per state of fwd_dyn_batch over passes through the pool, loops of about `seconds`; tick() after each."""
     per_state, _ = dyn.time_per_state_batched(*pool, 1)
     rounds = max(1, int(seconds / max(per_state * len(pool[0]), 1e-9)))
-    return min(dyn.time_per_state_batched(*pool, rounds)[0] for _ in range(repeats)) * 1e9
+    best = np.inf
+    for _ in range(repeats):
+        best = min(best, dyn.time_per_state_batched(*pool, rounds)[0])
+        tick()
+    return best * 1e9
 
 
 @dataclass(frozen=True)
@@ -137,23 +149,28 @@ def bench_sim(dyn: Dynamics, dt: float, seconds: float = 0.3, repeats: int = 5) 
     q0, qd0 = initial_state(dyn)
     best = np.inf
     n = 1000
-    for _ in range(repeats):
+    with tqdm(total=repeats + 1, desc=f"bench {dyn.model.name}: stepping in C", unit="pass", leave=False,
+              disable=None) as bar:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            simulate(dyn, q0, qd0, n * dt, dt, "verlet", stride=n)
+            el = time.perf_counter() - t0
+            best = min(best, el / n)
+            n = max(n, int(seconds / max(el / n, 1e-9)))
+            bar.update()
+        c_rate = 1.0 / best
+        bar.set_description(f"bench {dyn.model.name}: Python step loop")
+        q, qd, tau = q0.copy(), qd0.copy(), np.zeros(dyn.nv)
+        qdd = dyn.forward(q, qd, tau)
+        m = max(200, int(seconds * c_rate / 100))
         t0 = time.perf_counter()
-        simulate(dyn, q0, qd0, n * dt, dt, "verlet", stride=n)
-        el = time.perf_counter() - t0
-        best = min(best, el / n)
-        n = max(n, int(seconds / max(el / n, 1e-9)))
-    c_rate = 1.0 / best
-    q, qd, tau = q0.copy(), qd0.copy(), np.zeros(dyn.nv)
-    qdd = dyn.forward(q, qd, tau)
-    m = max(200, int(seconds * c_rate / 100))
-    t0 = time.perf_counter()
-    for _ in range(m):
-        q = dyn.drift(q, qd, 0.5 * dt)
-        qdd = dyn.forward(q, qd + 0.5 * dt * qdd, tau)
-        qd = qd + qdd * dt
-        q = dyn.drift(q, qd, 0.5 * dt)
-    py_rate = m / (time.perf_counter() - t0)
+        for _ in range(m):
+            q = dyn.drift(q, qd, 0.5 * dt)
+            qdd = dyn.forward(q, qd + 0.5 * dt * qdd, tau)
+            qd = qd + qdd * dt
+            q = dyn.drift(q, qd, 0.5 * dt)
+        py_rate = m / (time.perf_counter() - t0)
+        bar.update()
     return SimBenchResult(dyn.model.name, dt, c_rate, py_rate)
 
 
@@ -221,7 +238,10 @@ def compiled_program(tag: str, source: str, suffix: str, cmd: list[str], args: l
                     src, out = Path(tmp) / f"{tag}{suffix}", Path(tmp) / tag
                     src.write_text(source)
                     full = [*cmd, str(src), "-o", str(out), *args]
-                    res = subprocess.run(full, capture_output=True, text=True, check=False)
+                    # Pinocchio's driver takes minutes to compile on a busy machine: say so rather than sit silent
+                    with tqdm(total=1, desc=f"compiling the {tag} program (once; then cached)", leave=False,
+                              disable=None, bar_format="{desc}"):
+                        res = subprocess.run(full, capture_output=True, text=True, check=False)
                     if res.returncode != 0:
                         raise RuntimeError(f"compiling the {tag} timing program failed:\n$ {shlex.join(full)}\n"
                                            f"{res.stderr.strip()[-4000:]}")
@@ -243,8 +263,10 @@ def callgrind_instructions(cmd: list[str], function: str, ncalls: int) -> float 
         return None
     with tempfile.TemporaryDirectory(prefix="mechdyn-peers.") as tmp:
         out = Path(tmp) / "callgrind.out"
-        _run_program([vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
-                      f"--toggle-collect={function}", *cmd])
+        with tqdm(total=1, desc=f"counting instructions under callgrind: {Path(str(cmd[0])).name}", leave=False,
+                  disable=None, bar_format="{desc}"):
+            _run_program([vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
+                          f"--toggle-collect={function}", *cmd])
         for line in out.read_text().splitlines():
             if line.startswith(("summary:", "totals:")):
                 total = float(line.split()[1])

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mechdyn.cliutil import EXIT_FAIL, EXIT_PASS, InputError, atomic_write, run
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, atomic_write, int_range, load_model,
+                             output_dir, output_file, positive_float, run, seed, sim_steps)
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.parse import load_model
 
 AXES = "xyz"
 _IMPORTED = time.perf_counter()  # the fallback origin of the whole command's wall time
@@ -148,8 +148,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from mechdyn.sim.run import SimulationDiverged, simulate
     from mechdyn.sim.trace import write_trace
 
-    if args.time <= 0 or args.dt <= 0 or args.dt > args.time:
-        raise InputError(f"expected 0 < --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
+    if args.dt > args.time:
+        raise InputError(f"expected --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
+    sim_steps(args.time, args.dt, "--time", "--dt")
     t_start = time.perf_counter()
     startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
     dyn = Dynamics(load_model(args.model), progress=True)
@@ -196,6 +197,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _first_non_number(column: pd.Series) -> str:
+    return column[pd.to_numeric(column, errors="coerce").isna() & column.notna()].iloc[0]
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """Plot a trace file's time histories."""
     from mechdyn.sim.plot import plot_trace
@@ -206,8 +211,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise InputError(f"{path}: no such trace file; expected the CSV that 'mechdyn sim --trace' wrote")
     try:
         tr = read_trace(path)
-    except ValueError as e:
-        raise InputError(str(e)) from None
+    except ValueError as e:  # pandas' tokenizer errors do not say which file
+        raise InputError(str(e) if str(e).startswith(str(path)) else f"{path}: not a mechdyn trace: {e}") from None
+    text = [c for c in tr.data.columns if not pd.api.types.is_numeric_dtype(tr.data[c])]
+    why = ("no rows" if tr.data.empty else "no t column" if "t" not in tr.data.columns
+           else f"column {text[0]} holds {_first_non_number(tr.data[text[0]])!r}" if text else "")
+    if why:  # plotting would fail deep in matplotlib, or draw text as categories
+        raise InputError(f"{path}: not a mechdyn trace: {why}; expected the CSV that 'mechdyn sim --trace' wrote")
     for f in plot_trace(tr, Path(args.output) if args.output else path.parent):
         print(f)
     return EXIT_PASS
@@ -247,23 +257,34 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_golden(args: argparse.Namespace) -> int:
     """Show models' golden results and speed figures, or (re)write them with --update."""
+    from tqdm import tqdm
+
     from mechdyn import golden
 
     if bool(args.all) == bool(args.model):
         raise InputError("name one or more models, or pass --all (not both)")
     status = EXIT_PASS
-    for name in golden.models() if args.all else args.model:
+    names = golden.models() if args.all else args.model
+    # updating compiles each model and counts its instructions under callgrind: seconds to a minute apiece
+    bar = tqdm(names, desc="golden --update", unit="model", leave=False, disable=None if args.update else True)
+    for name in bar:
+        bar.set_postfix_str(name)
         g = golden.update(name) if args.update else golden.stored(name)
         if g is None:
-            print(f"golden {name}: none; create it with `{golden.update_command(name)}`")
+            tqdm.write(f"golden {name}: none; create it with `{golden.update_command(name)}`", file=sys.stdout)
             status = EXIT_FAIL
         else:
-            print(golden.describe(g))
+            tqdm.write(golden.describe(g), file=sys.stdout)
     return status
 
 
+def _output_or_stdout(text: str) -> str:
+    """argparse type of gen -o: "-" or an output_file."""
+    return text if text == "-" else output_file(text)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="mechdyn",
         description="Specialized multibody forward dynamics. Models are named by a file path "
         "or by their name in models/ (e.g. elbow). Exit status: 0 success, 1 a check failed, 2 bad input.",
@@ -276,15 +297,15 @@ def parser() -> argparse.ArgumentParser:
     g = sub.add_parser("gen", help="write the generated C for a model",
                        description="Write the specialized C translation unit that mechdyn compiles for a model.")
     g.add_argument("model", help="a model name in models/ or a path to a .mech file")
-    g.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    g.add_argument("-o", "--output", default="-", type=_output_or_stdout, help="output file (default: standard output)")
     g.set_defaults(func=cmd_gen)
     b = sub.add_parser("bench", help="time the generated forward dynamics",
                        description="Time fwd_dyn in a C loop over a pool of 256 random states (minimum over "
                        "repeats, with a running checksum), and the dense reference on the same states. Reports "
                        "ns/call, the speedup and the generated code's flop count.")
     b.add_argument("model", help="a model name in models/ or a path to a .mech file")
-    b.add_argument("--repeats", type=int, default=7, help="timed repeats; the minimum is reported (default 7)")
-    b.add_argument("--sim", type=float, metavar="DT", help="instead, time Verlet stepping at step DT: in C "
+    b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
+    b.add_argument("--sim", type=positive_float, metavar="DT", help="instead, time Verlet stepping at step DT: in C "
                    "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
     b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
                    "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "
@@ -300,8 +321,8 @@ def parser() -> argparse.ArgumentParser:
                        "inertias and offsets written exactly, and list what the format could not express "
                        "(each item with its line).")
     e.add_argument("model", help="a model name in models/ or a path to a .mech file")
-    e.add_argument("--urdf", metavar="FILE", help="write URDF to FILE")
-    e.add_argument("--mjcf", metavar="FILE", help="write MJCF to FILE")
+    e.add_argument("--urdf", metavar="FILE", type=output_file, help="write URDF to FILE")
+    e.add_argument("--mjcf", metavar="FILE", type=output_file, help="write MJCF to FILE")
     e.set_defaults(func=cmd_export)
     s = sub.add_parser("sim", help="simulate a model in C and summarize the run",
                        description="Step the generated dynamics in C from the design pose at rest (or a seeded "
@@ -313,13 +334,13 @@ def parser() -> argparse.ArgumentParser:
                        "zero. Exit status 1, with the step and time, if the state goes non-finite (no trace is "
                        "written then).")
     s.add_argument("model", help="a model name in models/ or a path to a .mech file")
-    s.add_argument("--time", type=float, default=1.0, help="simulated time in s (default 1)")
-    s.add_argument("--dt", type=float, default=1e-3, help="step in s (default 1e-3)")
+    s.add_argument("--time", type=positive_float, default=1.0, help="simulated time in s (default 1)")
+    s.add_argument("--dt", type=positive_float, default=1e-3, help="step in s (default 1e-3)")
     s.add_argument("--scheme", choices=["verlet", "euler"], default="verlet",
                    help="Stormer-Verlet (2nd order, default) or semi-implicit Euler (1st order)")
-    s.add_argument("--trace", metavar="FILE.csv", help="write t, q, qd, energy (and closure) to a CSV file")
-    s.add_argument("--stride", type=int, help="record every N-th step (default: about 2000 rows)")
-    s.add_argument("--seed", type=int, help="start from a seeded random state (closed and velocity-consistent "
+    s.add_argument("--trace", metavar="FILE.csv", type=output_file, help="write t, q, qd, energy (and closure) to a CSV file")
+    s.add_argument("--stride", type=int_range(1, MAX_STEPS), help="record every N-th step (default: about 2000 rows)")
+    s.add_argument("--seed", type=seed, help="start from a seeded random state (closed and velocity-consistent "
                    "for loop models) instead of the design pose at rest")
     s.set_defaults(func=cmd_sim)
     pl = sub.add_parser("plot", help="draw a trace's time histories as PNG files",
@@ -327,7 +348,7 @@ def parser() -> argparse.ArgumentParser:
                         "coordinates and rates, each floating body's position, path and velocities, and the "
                         "energy change (and loop closure error).")
     pl.add_argument("trace", help="the trace CSV")
-    pl.add_argument("-o", "--output", metavar="DIR", help="directory for the PNGs (default: beside the trace)")
+    pl.add_argument("-o", "--output", metavar="DIR", type=output_dir, help="directory for the PNGs (default: beside the trace)")
     pl.set_defaults(func=cmd_plot)
     st = sub.add_parser("selftest", help="plant known bugs and show the gates catch every one",
                         description="Copy the package to a scratch directory, plant each known bug in turn (E = R "
@@ -344,7 +365,7 @@ def parser() -> argparse.ArgumentParser:
                        "(~/.local/share/mechdyn/history.sqlite). Exit status 0 when the page was written, "
                        "whatever the gates' verdicts.")
     r.add_argument("--history", metavar="DB", help="the history SQLite file (default: as above)")
-    r.add_argument("-o", "--output", default="report.html", help="output file (default: report.html)")
+    r.add_argument("-o", "--output", default="report.html", type=output_file, help="output file (default: report.html)")
     r.set_defaults(func=cmd_report)
     gd = sub.add_parser("golden", help="show or re-record models' golden results and speed figures",
                         description="The golden of a model (regression/golden/<model>.npz): 20 stored input "

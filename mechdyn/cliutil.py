@@ -1,39 +1,164 @@
-"""What both command-line tools share: model arguments and the exit-code contract.
+"""What both command-line tools share: the parser, argument types, and the exit-code contract.
 
 Exit codes: 0 every check passed, 1 a check failed, 2 bad input (with one
-`file:line: message` on stderr and no traceback).
+line on stderr, `file:line: message` for a model file, and no traceback).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
+import sqlite3
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mechdyn.core.parse import MechError, ModelNotFound
+if TYPE_CHECKING:
+    from mechdyn.core.model import Model
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+MAX_MESSAGE = 300  # characters of an error line; a 200 kB token in the input must not flood the terminal
+MAX_TRIALS = 1_000_000  # validation states are all kept in memory, a few kB each for the largest models
+MAX_SEED = 2**32 - 1
+MAX_STEPS = 10**9  # a simulation longer than this is a typo (--dt 1e-300), not a plan: hours of stepping
 
 
 class InputError(Exception):
     """Bad command-line input other than a model file error; printed as is."""
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are InputErrors, so that `run` prints them as its one line."""
+
+    def error(self, message: str):  # argparse's own prints the usage block first, then exits
+        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def one_line(message: str) -> str:
+    """message on one line, cut to MAX_MESSAGE characters with an ellipsis."""
+    text = re.sub(r"\s*\n\s*", " ", message.strip())
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
+
+
+def _describe(e: BaseException) -> str:
+    """What run prints for an expected error."""
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        return f"{e.filename}: {e.strerror}"  # not "[Errno 13] Permission denied: '...'"
+    if isinstance(e, MemoryError):
+        return "out of memory" + (f": {e}" if str(e) else "") + "; ask for less work (fewer trials, a larger step)"
+    return str(e) or type(e).__name__
+
+
 def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -> int:
-    """Parse argv and run the chosen subcommand, turning input errors into one line on stderr and exit code 2."""
+    """Parse argv and run the chosen subcommand, turning input errors into one line on stderr and exit code 2.
+
+    Expected errors: usage errors and InputError, a bad model (MechError and
+    ModelNotFound are ValueErrors, as is every argument check of the library),
+    unreadable or unwritable files (OSError), a damaged history (sqlite3.Error)
+    and running out of memory. Anything else is a bug and keeps its traceback.
+    Warnings are held back until the command ends: shown after it, unless it
+    ended in an input error, whose one line replaces them (numpy's overflow
+    warnings are then symptoms of the same bad input, printed before the diagnosis).
+    """
+    held: list[warnings.WarningMessage] = []
+    show = True
     try:
-        args = parser().parse_args(argv)
-        return args.func(args)
-    except (MechError, ModelNotFound, InputError, NotImplementedError) as e:
-        print(e, file=sys.stderr)
-        return EXIT_INPUT
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # `mechdyn info x | head`: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_PASS
+        with warnings.catch_warnings(record=True) as held:
+            try:
+                args = parser().parse_args(argv)
+                return args.func(args)
+            except KeyboardInterrupt:
+                return 130
+            except BrokenPipeError:  # `mechdyn info x | head`: the reader left; say nothing more
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return EXIT_PASS
+            except (InputError, ValueError, NotImplementedError, OSError, sqlite3.Error, MemoryError) as e:
+                show = False
+                print(one_line(_describe(e)), file=sys.stderr)
+                return EXIT_INPUT
+    finally:
+        if show:
+            for w in held:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+
+
+def load_model(spec: str) -> Model:
+    """mechdyn.core.parse.load_model, with a file that exists but cannot be read named in an InputError."""
+    from mechdyn.core.parse import load_model as load
+
+    try:
+        return load(spec)
+    except OSError as e:
+        raise InputError(f"{spec}: cannot read the model file: {e.strerror or e}") from None
+
+
+def _number(text: str, kind: type, expected: str) -> float | int:
+    try:
+        return kind(text)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+
+
+def int_range(lo: int, hi: int) -> Callable[[str], int]:
+    """argparse type: an integer in [lo, hi]."""
+    def parse(text: str) -> int:
+        expected = f"a positive integer up to {hi:,}" if lo == 1 else f"an integer from {lo} to {hi:,}"
+        n = _number(text, int, expected)
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
+        return n
+    parse.__name__ = f"integer from {lo} to {hi}"
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    x = _number(text, float, "a finite number > 0")
+    if not (x > 0 and math.isfinite(x)):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return x
+
+
+trials = int_range(1, MAX_TRIALS)
+seed = int_range(0, MAX_SEED)
+
+
+def sim_steps(T: float, dt: float, t_flag: str, dt_flag: str) -> int:
+    """The number of steps of T seconds at dt (both finite and positive); InputError past MAX_STEPS."""
+    n = T / dt
+    if not n <= MAX_STEPS:
+        raise InputError(f"{t_flag} {T:g} at {dt_flag} {dt:g} would take {n:.3g} steps; at most {MAX_STEPS:.0e} "
+                         f"are allowed (a larger {dt_flag} or a shorter {t_flag})")
+    return int(round(n))
+
+
+def output_file(text: str) -> str:
+    """argparse type: a file we can create or replace, checked before any work is done."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} {what}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: no write permission in {parent}")
+    return text
+
+
+def output_dir(text: str) -> str:
+    """argparse type: a directory that exists, or one that can be made (its nearest existing ancestor is a directory)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    ancestor = next(p for p in (path, *path.parents) if p.exists())
+    if not ancestor.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot make directory {text}: {ancestor} is not a directory")
+    return text
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -73,16 +73,29 @@ def load_history(path: Path) -> History:
                                  "ORDER BY started, rowid", conn)
         gates = pd.read_sql_query("SELECT run_id, model, gate, metric, threshold, passed, nodeid FROM gates "
                                   "ORDER BY rowid", conn)
-    except sqlite3.DatabaseError as e:
-        raise InputError(f"{path}: not a gate history: {e}") from None
+    except (sqlite3.Error, pd.errors.DatabaseError) as e:  # pandas wraps the sqlite3 error in its own class
+        raise InputError(f"{path}: not a gate history, or a damaged one: {e.__cause__ or e}") from None
     finally:
         conn.close()
+    text = ["run_id", "started", "commit_id", "machine", "argv"]
+    runs[text] = runs[text].fillna("").astype(str)  # SQLite lets any column hold any type
+    gates[["run_id", "model", "gate", "nodeid"]] = gates[["run_id", "model", "gate", "nodeid"]].fillna("").astype(str)
+    metric, threshold, passed = (pd.to_numeric(gates[c], errors="coerce") for c in ("metric", "threshold", "passed"))
+    for column, bad, expected in (("metric", metric.isna() & gates.metric.notna(), "a number or NULL"),
+                                  ("threshold", threshold.isna(), "a number"),
+                                  ("passed", ~passed.isin([0, 1]), "0 or 1")):
+        if bad.any():
+            row = gates[bad].iloc[0]
+            raise InputError(f"{path}: not a gate history: gates.{column} holds {row[column]!r} where {expected} "
+                             f"belongs (run {row.run_id}, model {row.model}, gate {row.gate})")
+    gates["metric"], gates["threshold"], gates["passed"] = metric, threshold, passed
     runs = runs[runs.run_id.isin(gates.run_id)].reset_index(drop=True)
     if runs.empty:
         raise InputError(f"{path}: the gate history is empty; {hint}")
     runs["index"] = range(len(runs))
     gates = gates.merge(runs[["run_id", "index"]], on="run_id")
     gates["metric"] = gates["metric"].astype(float)  # NULL (a NaN metric) reads back as None
+    gates["threshold"] = gates["threshold"].astype(float)
     gates["passed"] = gates["passed"].astype(bool)
     return History(path, runs, gates)
 

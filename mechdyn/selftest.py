@@ -109,16 +109,22 @@ def selftest(progress: bool = True) -> tuple[list[Outcome], list[list]]:
     """Every mutation's outcome, and the clean copy's gate results (which must all pass)."""
     all_gates = tuple(dict.fromkeys(g for m in MUTATIONS for g in m.gates))
     with tempfile.TemporaryDirectory(prefix="mechdyn-selftest-") as tmp:
-        clean = Path(tmp) / "clean"
-        _scratch(clean)
-        control = _run_gates(clean, all_gates)
         outcomes = []
-        for m in tqdm(MUTATIONS, desc="selftest", unit="bug", leave=False, disable=None if progress else True):
-            dest = Path(tmp) / f"m{len(outcomes)}"
-            _scratch(dest)
-            _apply(dest, m)
-            res = _run_gates(dest, m.gates)
-            caught = any(not r[3] for r in res)
-            detail = "; ".join(f"{r[0]} = {r[1]:.3e} (gate {r[2]:.0e})" for r in res)
-            outcomes.append(Outcome(m.name, caught, detail))
+        # one step for the clean copy (every gate, the longest step) and one per planted bug
+        with tqdm(total=1 + len(MUTATIONS), desc="selftest: clean copy", unit="run", leave=False,
+                  disable=None if progress else True) as bar:
+            clean = Path(tmp) / "clean"
+            _scratch(clean)
+            control = _run_gates(clean, all_gates)
+            bar.update()
+            for m in MUTATIONS:
+                bar.set_description(f"selftest: {m.name}")
+                dest = Path(tmp) / f"m{len(outcomes)}"
+                _scratch(dest)
+                _apply(dest, m)
+                res = _run_gates(dest, m.gates)
+                caught = any(not r[3] for r in res)
+                detail = "; ".join(f"{r[0]} = {r[1]:.3e} (gate {r[2]:.0e})" for r in res)
+                outcomes.append(Outcome(m.name, caught, detail))
+                bar.update()
     return outcomes, control
