@@ -10,6 +10,7 @@ import dataclasses
 import fcntl
 import os
 import pty
+import re
 import signal
 import struct
 import subprocess
@@ -322,7 +323,7 @@ def _stderr_on_tty(cache: Path, script: str) -> str:
 def test_cold_load_shows_its_stages_on_a_terminal(tmp_path):
     shown = _stderr_on_tty(tmp_path / "a", PROGRESS.format(True))
     print(repr(shown[-300:]))
-    assert "elbow: generating C (" in shown and "elbow: compiling 64 kB of C (" in shown
+    assert "elbow: generating C (" in shown and re.search(r"elbow: compiling \d+ kB of C \(", shown)
     assert _stderr_on_tty(tmp_path / "a", PROGRESS.format(True)) == ""  # warm: nothing to show
     assert _stderr_on_tty(tmp_path / "b", PROGRESS.format(False)) == ""  # not asked for
     res = _child(tmp_path / "c", "elbow", PROGRESS.format(True))  # asked for, but stderr is a pipe (a log)
