@@ -9,13 +9,10 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import os
-import pty
 import re
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +28,7 @@ from mechdyn.codegen.generate import generate
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
 from mechdyn.core.sample import random_state, scaled_error
+from tests.conftest import in_pty
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOPZOO = str(ROOT / "tests" / "data" / "loopzoo.mech")
@@ -301,23 +299,10 @@ PROGRESS = "import sys, mechdyn; mechdyn.load(sys.argv[1], progress={})"
 
 
 def _stderr_on_tty(cache: Path, script: str) -> str:
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # tqdm draws nothing 0 columns wide
     env = {**os.environ, "MECHDYN_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", script, "elbow"], env=env, stderr=slave, stdout=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    assert proc.wait() == 0
-    return out.decode(errors="replace")
+    rc, shown = in_pty([sys.executable, "-c", script, "elbow"], env=env, cols=100)
+    assert rc == 0, shown
+    return shown
 
 
 def test_cold_load_shows_its_stages_on_a_terminal(tmp_path):

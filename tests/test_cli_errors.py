@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from regression.history import GateRow, Run, write_run
+from tests.conftest import in_pty
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 MAX_MESSAGE = 300  # mechdyn.cliutil.MAX_MESSAGE, written out so that this file runs against older trees too
@@ -328,29 +329,6 @@ def test_selftest_bar_counts_the_clean_copy(monkeypatch):
     assert "selftest: clean copy" in seen[0], seen[0][:300]
     total = 1 + len(selftest.MUTATIONS)
     assert f"0/{total}" in seen[0] and f"1/{total}" in seen[1] and selftest.MUTATIONS[0].name in seen[1]
-
-
-def in_pty(argv: list[str], cols: int = 120) -> tuple[int, str]:
-    """Run argv with a pseudo-terminal of `cols` columns as its stdin, stdout and stderr; its exit code and output."""
-    import fcntl
-    import struct
-    import termios
-
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))  # tqdm draws nothing at width 0
-    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    return p.wait(timeout=120), b"".join(chunks).decode("utf-8", "replace")
 
 
 def test_crosscheck_bars_on_a_terminal_and_not_in_a_pipe():
