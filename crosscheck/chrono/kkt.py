@@ -116,7 +116,7 @@ def solve(k: Kkt) -> np.ndarray:
 
     A sparse LU with partial pivoting (SuperLU): the system is mostly zeros, and
     unlike a dense LAPACK solve it does not fan out over BLAS threads, which on
-    a shared machine made each 200-unknown solve a hundred times slower.
+    a shared machine made each 200-unknown solve many times slower.
     """
     n = k.M.shape[0]
     A = scipy.sparse.bmat([[scipy.sparse.csc_matrix(k.M), scipy.sparse.csc_matrix(k.Cq.T)],

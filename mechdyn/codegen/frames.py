@@ -6,9 +6,9 @@ everything fixed on it moves back (its CG, points and loop anchors, its children
 Denavit and Hartenberg's convention spends the same freedom. A component that becomes zero folds away in
 every transform and inertia that carries it, so each sᵢ is chosen from the values that zero one such
 component, by the counted operations of the tree's kinematics, H, C and Q (fewest wins; ties keep the frame
-where it is). The loop rows are left out of that count: their frame trial (loops.py) makes each count about
-30 times slower (hmmwv's search would take 91 s instead of 3 s), and on rrrs they moved the result by 4
-operations. Floating bodies stay put: their q holds a position (and their parent is the base).
+where it is). The loop rows are left out of that count: their frame trial (loops.py) makes each count many
+times slower, and they moved the result by a few operations (figures in docs/performance.md). Floating
+bodies stay put: their q holds a position (and their parent is the base).
 
 Only the generated code sees the slid model. The dense reference and every check run the model as written.
 """

@@ -120,7 +120,7 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
         below = list(col)
         Lk: dict[int, Val] = {}
         for jj, j in enumerate(below):  # Schur update of the trailing block, column by column: −L_jk M_ik to T_ij
-            Lk[j] = b.mul(col[j], dinv)  # made just before its column's updates: shorter live ranges (fourbar −3 %)
+            Lk[j] = b.mul(col[j], dinv)  # made just before its column's updates: shorter live ranges
             for i in below[jj:]:
                 put(i, j, b.neg(b.mul(Lk[j], col[i])))
         L.append(Lk)

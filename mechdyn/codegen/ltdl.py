@@ -7,19 +7,18 @@ so branch-induced zeros are never touched.
 The sums are associated for latency (the scheduler can reorder statements but
 not reassociate them). An entry's updates are collected and summed when the
 entry is needed (Builder.sum), and the back substitution subtracts the
-parent's term, ready last, last: elbow's longest chain 169 -> 141 cycles,
-88.9 -> 84.2 ns. Summing the back substitution's terms by Builder.sum too
-cost hmmwv's spanning tree 14 % (366 -> 419 ns; its 3,400 statements keep the
-emitted order, schedule.py) for no further gain on the arms. In such a large
-function the collected updates themselves stay live too long, so there the
-factorization subtracts them as they come (`eager`).
+parent's term, ready last, last, which shortens the longest chain. Summing the
+back substitution's terms by Builder.sum too made the large functions that
+keep the emitted order (schedule.py) slower, for no further gain on the arms.
+In such a large function the collected updates themselves stay live too long,
+so there the factorization subtracts them as they come (`eager`). The
+measured figures are in docs/performance.md.
 
 A floating body's six coordinates form a dense block in H, so they may be
 eliminated in any order without fill-in. The order is chosen pivot by pivot:
 the coordinate whose pivot is ready first goes next, since the block's pivots
 are a chain of divisions (each needs the one before it), and a pivot that is
-constant or ready early costs the chain nothing. Satellite's longest chain
-141 -> 116 cycles, 66.7 -> 63.0 ns.
+constant or ready early costs the chain nothing.
 """
 from __future__ import annotations
 
@@ -78,8 +77,7 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
     """H = Lᵀ D L: returns L's strictly-lower entries and 1/D. An entry's updates from the rows below it are
     summed when its row is reached (Builder.sum), so a late H entry waits for one addition; or, if `eager`,
     subtracted as they come, one running value per entry, for a function that keeps the emitted order (more
-    than schedule.WHOLE statements), where collected updates would stay live from their products to their sum
-    (hmmwv_pitman's spanning tree 410 ns eager, 517 ns collected)."""
+    than schedule.WHOLE statements), where collected updates would stay live from their products to their sum."""
     terms: dict[tuple[int, int], list[Val]] = {ij: [h] for ij, h in H.items()}
     L: dict[tuple[int, int], Val] = {}
     n = len(lam)

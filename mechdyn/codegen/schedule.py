@@ -13,18 +13,16 @@ prepass heuristic):
   so the order buys less latency with spills.
 
 The register rule can only pick among the ready statements, and on the arms
-they rarely free anything: elbow's schedule holds 46 values live on average
-(69 at most; 32 in the passes' own order), more than the 32 vector registers
-of the timed build, so gcc spills, mostly to general registers. Other rules
-(operands nearest their last use first, freed values weighed against height)
-and budgets from 9 to 28 did not make the arms faster.
+they rarely free anything: the schedule holds more values live than the
+vector registers of the timed build, so gcc spills, mostly to general
+registers. Other rules (operands nearest their last use first, freed values
+weighed against height) and other budgets did not make the arms faster.
 
 Functions of more than WHOLE statements keep the emitted order: there the
 height pulls many long chains forward at once and their live ranges outgrow
-what the register heuristic repairs (hmmwv's spanning tree 374 -> 561 ns
-scheduled whole, 434 ns in windows of 200 statements). The constants are set
-from timings of the models in models/ (`mechdyn bench`: elbow 112 -> 95 ns,
-satellite 88 -> 75, rrrs 143 -> 124, quartercar 207 -> 190).
+what the register heuristic repairs, whole or in windows. The constants are
+set from timings of the models in models/ (`mechdyn bench`; the figures are
+in docs/performance.md).
 """
 from __future__ import annotations
 

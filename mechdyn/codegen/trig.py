@@ -1,8 +1,9 @@
 """Sine and cosine of every joint angle in one batch, four lanes at a time.
 
-libm's sincos costs 80 to 100 instructions per angle, which was half of a
-three-link chain's forward dynamics. The generated code instead collects the
-angles its kinematics needs and evaluates them together in `md_sincos4`:
+libm's sincos, one call per angle, was the largest part of a three-link
+chain's forward dynamics (the counts are in docs/performance.md). The
+generated code instead collects the angles its kinematics needs and
+evaluates them together in `md_sincos4`:
 
 - reduction by pi/2, n = rint(2x/pi), r = x - n pi/2 in three parts
   (Cody & Waite), with pi/2's first two parts 33 bits long so that n times
@@ -18,7 +19,7 @@ batch of four to libm; a NaN stays NaN. The polynomials are evaluated by
 Estrin's scheme, and the lanes stay in registers, because the trigonometry
 heads the critical path of the whole function; it is always inlined, because
 with two callers (fwd_dyn and its four-lane twin, simd.py) gcc would otherwise
-call it, at 25 more instructions per fwd_dyn on threelink. tests/test_trig.py
+call it, at a cost in instructions per fwd_dyn. tests/test_trig.py
 measures the error against libm.
 """
 from __future__ import annotations
