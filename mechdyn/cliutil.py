@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mechdyn.sim.run import MAX_STEPS, step_count
+
 if TYPE_CHECKING:
     from mechdyn.core.model import Model
 
@@ -24,7 +26,6 @@ EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 MAX_MESSAGE = 300  # characters of an error line; a 200 kB token in the input must not flood the terminal
 MAX_TRIALS = 1_000_000  # validation states are all kept in memory, a few kB each for the largest models
 MAX_SEED = 2**32 - 1
-MAX_STEPS = 10**9  # a simulation longer than this is a typo (--dt 1e-300), not a plan: hours of stepping
 
 
 class InputError(Exception):
@@ -129,19 +130,25 @@ seed = int_range(0, MAX_SEED)
 
 def sim_steps(T: float, dt: float, t_flag: str, dt_flag: str) -> int:
     """The number of steps of T seconds at dt (both finite and positive); InputError past MAX_STEPS."""
-    n = T / dt
-    if not n <= MAX_STEPS:
-        raise InputError(f"{t_flag} {T:g} at {dt_flag} {dt:g} would take {n:.3g} steps; at most {MAX_STEPS:.0e} "
-                         f"are allowed (a larger {dt_flag} or a shorter {t_flag})")
-    return int(round(n))
+    try:
+        return step_count(T, dt)
+    except ValueError:
+        raise InputError(f"{t_flag} {T:g} at {dt_flag} {dt:g} would take {T / dt:.3g} steps; at most {MAX_STEPS:.0e} "
+                         f"are allowed (a larger {dt_flag} or a shorter {t_flag})") from None
 
 
 def output_file(text: str) -> str:
-    """argparse type: a file we can create or replace, checked before any work is done."""
-    path = Path(text)
-    if path.is_dir():
+    """argparse type: a file we can create or replace, checked before any work is done.
+
+    A symlink is judged by its target; an existing device or pipe (/dev/stdout) only needs to be writable,
+    since it is written into, never replaced."""
+    if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a directory; expected a file name")
-    parent = path.parent
+    if os.path.exists(text) and not os.path.isfile(text):
+        if not os.access(text, os.W_OK):
+            raise argparse.ArgumentTypeError(f"cannot write {text}: no write permission")
+        return text
+    parent = Path(os.path.realpath(text)).parent
     if not parent.is_dir():
         what = "is not a directory" if parent.exists() else "does not exist"
         raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} {what}")
@@ -162,8 +169,16 @@ def output_dir(text: str) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write text to path so that readers see the old file or the whole new one, never a part."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    """Write text to path so that readers see the old file or the whole new one, never a part.
+
+    A symlink's target is replaced, not the link; a device or pipe (/dev/null, /dev/stdout) is written
+    into, since replacing it would put a regular file in its place."""
+    if path.exists() and not path.is_file():
+        with open(path, "w") as f:
+            f.write(text)
+        return
+    path = Path(os.path.realpath(path))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)

@@ -86,6 +86,7 @@ def test_mechdyn_sim_seed_out_of_range():
     (["--dt", "2", "--time", "1"], ["expected --dt <= --time"]),
     (["--stride", "-5"], ["argument --stride", "positive integer", "-5"]),
     (["--stride", "0"], ["argument --stride"]),
+    (["--stride", "1001"], ["--stride 1001 is more than the run's 1000 steps"]),
 ])
 def test_sim_numbers(args, needles):
     assert_input_error(cli("mechdyn", "sim", "elbow", *args), *needles)
@@ -387,3 +388,44 @@ def test_a_bug_keeps_its_traceback():
 
     with pytest.raises(ZeroDivisionError):
         run(lambda: _raising(ZeroDivisionError("planted bug")), [])
+
+
+def test_output_paths_keep_links_and_devices(tmp_path):
+    """A symlinked output replaces its target and keeps the link; a pipe or device is written into, never swapped
+    for a regular file (as root, `--trace /dev/null` used to replace /dev/null itself)."""
+    import stat
+    import threading
+
+    from mechdyn.cliutil import atomic_write, output_file
+
+    target, link = tmp_path / "target.c", tmp_path / "link.c"
+    target.write_text("old")
+    link.symlink_to(target.name)
+    assert output_file(str(link)) == str(link)
+    atomic_write(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert output_file(str(fifo)) == str(fifo)
+    atomic_write(fifo, "through the pipe")
+    reader.join(timeout=10)
+    assert got == ["through the pipe"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_bench_sim_that_diverges_is_one_line_and_exit_1():
+    """`bench --sim` at a step that blows up said so with a SimulationDiverged traceback."""
+    r = cli("mechdyn", "bench", "elbow", "--sim", "0.5")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "diverged at step 10 (t = 5 s)" in r.stderr
+
+
+def test_plot_of_a_trace_without_the_columns_it_needs(tmp_path):
+    """A trace without a joint's qd column (or without energy) was a KeyError traceback out of matplotlib code."""
+    f = tmp_path / "x.csv"
+    f.write_text("# model: elbow\nt,q:waist\n0,1\n")
+    assert_input_error(cli("mechdyn", "plot", str(f), "-o", str(tmp_path)), "no column 'qd:waist'")
+    assert not list(tmp_path.glob("*.png"))
