@@ -108,7 +108,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         res = bench_peers(dyn, repeats=args.repeats)
     else:
-        res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
+        from mechdyn.sim.run import SimulationDiverged
+
+        try:
+            res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
+        except SimulationDiverged as e:
+            print(f"bench: {e}; a smaller --sim DT may keep it finite", file=sys.stderr)
+            return EXIT_FAIL
     print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
     return EXIT_PASS
 
@@ -150,7 +156,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     if args.dt > args.time:
         raise InputError(f"expected --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
-    sim_steps(args.time, args.dt, "--time", "--dt")
+    nsteps = sim_steps(args.time, args.dt, "--time", "--dt")
+    if args.stride is not None and args.stride > nsteps:
+        raise InputError(f"--stride {args.stride} is more than the run's {nsteps} steps: nothing but the start "
+                         "would be recorded, and the drift measured over no step")
     t_start = time.perf_counter()
     startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
     dyn = Dynamics(load_model(args.model), progress=True)
@@ -159,7 +168,6 @@ def cmd_sim(args: argparse.Namespace) -> int:
         q0, qd0 = model.q0(), np.zeros(model.nv)
     else:
         q0, qd0 = initial_state(dyn, args.seed)
-    nsteps = int(round(args.time / args.dt))
     stride = args.stride or max(1, nsteps // 2000)  # about 2000 rows, whatever dt is
     t_load = time.perf_counter()
     try:
@@ -169,7 +177,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     t_step = time.perf_counter()
     with np.errstate(over="ignore", invalid="ignore"):  # a non-finite balance is reported below, once
-        E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated)
+        E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated, progress=True)
     bad = np.flatnonzero(~np.isfinite(B))
     if bad.size:
         k = int(bad[0]) * stride
@@ -180,7 +188,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     if model.loops:
         from mechdyn.core.loops import closure as phi_of
 
-        closure = np.array([np.abs(phi_of(model, q)[0]).max() for q in tr.q])
+        from tqdm import tqdm
+
+        rows = tqdm(tr.q, desc=f"closure {model.name}", unit="row", leave=False, disable=None)
+        closure = np.array([np.abs(phi_of(model, q)[0]).max() for q in rows])
     if args.trace:
         write_trace(Path(args.trace), model, tr.t, tr.q, tr.qd, E, tr.dissipated, closure,
                     {"scheme": args.scheme, "dt": f"{args.dt:g}", "stride": str(stride), "steps": str(nsteps)})
@@ -188,10 +199,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     load, stepping, post = t_load - t_start, t_step - t_load, t_end - t_step
     drift = float(np.max(np.abs(B - B[0])))
     extra = f", max closure error {closure.max():.2e}" if closure is not None else ""
-    print(f"sim: {model.name}: {nsteps} {args.scheme} steps of {args.dt:g} s, energy drift {drift:.3e} J "
+    print(f"sim: {model.name}: {nsteps} {args.scheme} steps of {args.dt:g} s ({nsteps * args.dt:.6g} s), energy drift {drift:.3e} J "
           f"(E + dissipated work - E(0), over {len(tr.t)} rows){extra}" + (f"; trace {args.trace}" if args.trace else ""))
     print(f"sim: stepping {stepping:.3g} s ({nsteps / stepping:.3g} steps/s, real-time factor "
-          f"{args.time / stepping:.3g}); {startup + (t_end - t_start):.3g} s wall in all: start-up {startup:.3g} s, "
+          f"{nsteps * args.dt / stepping:.3g}); {startup + (t_end - t_start):.3g} s wall in all: start-up {startup:.3g} s, "
           f"load/compile {load:.3g} s, stepping {stepping:.3g} s, post-processing (energy"
           f"{', closure' if closure is not None else ''}{', trace' if args.trace else ''}) {post:.3g} s")
     return EXIT_PASS
@@ -218,7 +229,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
            else f"column {text[0]} holds {_first_non_number(tr.data[text[0]])!r}" if text else "")
     if why:  # plotting would fail deep in matplotlib, or draw text as categories
         raise InputError(f"{path}: not a mechdyn trace: {why}; expected the CSV that 'mechdyn sim --trace' wrote")
-    for f in plot_trace(tr, Path(args.output) if args.output else path.parent):
+    try:
+        files = plot_trace(tr, Path(args.output) if args.output else path.parent)
+    except ValueError as e:
+        raise InputError(f"{path}: not a mechdyn trace: {e}; expected the CSV that 'mechdyn sim --trace' wrote") from None
+    for f in files:
         print(f)
     return EXIT_PASS
 

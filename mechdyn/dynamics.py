@@ -133,6 +133,10 @@ class Dynamics:
         """Each floating body's quaternion in q (..., nq) has | |Q| - 1 | <= QUAT_TOL (NaN is let through)."""
         if not self._quat_bodies:
             return
+        if q.ndim == 1:
+            x = q.tolist()  # forward's hot path: plain floats are faster than numpy on a few 4-vectors
+            if not any(abs(math.hypot(*x[s:s + 4]) - 1.0) > QUAT_TOL for _, s in self._quat_bodies):
+                return
         Q = q[..., self._quat_slots].reshape(*q.shape[:-1], len(self._quat_bodies), 4)
         norm = np.sqrt(np.einsum("...i,...i", Q, Q))
         bad = np.abs(norm - 1.0) > QUAT_TOL
@@ -182,8 +186,7 @@ class Dynamics:
         Refused with ValueError: wrong shapes, non-real dtypes, a floating body's quaternion off unit norm by more
         than QUAT_TOL, and a nonzero fext row on a body that does not declare `fext 1`."""
         qa, pq = self._arr("q", q, (self.nq,))
-        if self._quat_bodies:
-            self._check_quaternions("q", qa)
+        self._check_quaternions("q", qa)
         _, pqd = self._arr("qd", qd, (self.nv,))
         _, ptau = self._arr("tau", tau, (self.nv,))
         fa, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from crosscheck.checks import Check
+from mechdyn.codegen.stepper import damped
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Dynamics
 
@@ -30,11 +31,14 @@ def model_name(request) -> str:
 
 
 def pytest_generate_tests(metafunc) -> None:
-    """`loop_model_name` and `tree_model_name`: the discovered models with and without loop closures."""
+    """`loop_model_name` and `tree_model_name`: the discovered models with and without loop closures;
+    `damped_model_name`: those with a damper (elsewhere the dissipated work is 0 on both routes)."""
     if "loop_model_name" in metafunc.fixturenames:
         metafunc.parametrize("loop_model_name", [m for m in MODELS if load_model(m).loops])
     if "tree_model_name" in metafunc.fixturenames:
         metafunc.parametrize("tree_model_name", [m for m in MODELS if not load_model(m).loops])
+    if "damped_model_name" in metafunc.fixturenames:
+        metafunc.parametrize("damped_model_name", [m for m in MODELS if damped(load_model(m))])
 
 
 @pytest.fixture

@@ -20,5 +20,5 @@ def test_closure_drift(loop_model_name, gate):
     gate(loop_model_name, checks.closure_gate(dynamics(loop_model_name)))
 
 
-def test_dissipation(model_name, gate):
-    gate(model_name, checks.dissipation_gate(dynamics(model_name)))
+def test_dissipation(damped_model_name, gate):
+    gate(damped_model_name, checks.dissipation_gate(dynamics(damped_model_name)))

@@ -63,8 +63,8 @@ def test_nonfinite_energy_exits_1_naming_the_step(tmp_path, capsys, monkeypatch)
 
     real = energy.energy_balance
 
-    def nan_from_row_3(*args):
-        E, B = real(*args)
+    def nan_from_row_3(*args, **kw):
+        E, B = real(*args, **kw)
         B[3:] = np.nan
         return E, B
 
@@ -177,3 +177,12 @@ def test_sim_report_covers_the_whole_command(tmp_path):
     assert startup + load + stepping + post == pytest.approx(total, rel=0.02)  # each printed to 3 figures
     assert 0.5 * measured < total <= measured + 0.02  # + 0.02: the process start time is read in 10 ms ticks
     assert Path(trace).read_text().splitlines()[-1].count(",") > 20
+
+
+def test_a_run_too_long_to_count_is_a_value_error():
+    """simulate(T=1e300, dt=1e-300) raised OverflowError from round(inf); the step bound is one ValueError."""
+    from mechdyn.sim.run import MAX_STEPS
+
+    d = mechdyn.load("elbow")
+    with pytest.raises(ValueError, match=re.escape(f"would take inf steps; at most {MAX_STEPS:.0e}")):
+        simulate(d, np.zeros(d.nv), np.zeros(d.nv), 1e300, 1e-300)

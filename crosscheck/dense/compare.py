@@ -108,9 +108,9 @@ def find_roundtrip(dyn: Dynamics) -> Check:
     expected |= {("rsda", e.name): i for i, e in enumerate(model.rsdas)}
     expected |= {("act", n): i for i, n in acts}
     declared = len(expected)
+    probe = next(iter(expected), ("poi", "no-such-name"))  # a declared name, where the model has one
     expected |= {(k, "no-such-name"): -1 for k in ("poi", "tsda", "rsda", "act")}
-    expected |= {(kind, name + "\0junk"): -1 for (kind, name) in list(expected)[:1]}
-    expected |= {("bogus", name): ValueError for (_, name) in list(expected)[:1]}
+    expected |= {(probe[0], probe[1] + "\0junk"): -1, ("bogus", probe[1]): ValueError}
 
     def found(kind: str, name: str) -> int | type:
         try:

@@ -10,6 +10,7 @@ alone, it is right only when every step is recorded.
 from __future__ import annotations
 
 import numpy as np
+from tqdm import tqdm
 
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import Model
@@ -36,13 +37,15 @@ def energy_terms(model: Model, q: np.ndarray, qd: np.ndarray) -> tuple[float, fl
 
 
 def energy_balance(model: Model, t: np.ndarray, Q: np.ndarray, QD: np.ndarray,
-                   dissipated: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   dissipated: np.ndarray | None = None, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Total mechanical energy E(t), and E(t) + W(t), which an exact solution keeps at E(0).
 
     W is `dissipated` (the stepper's, integrated at every step) when given, else ∫₀ᵗ P_diss by the
-    trapezoidal rule over the rows themselves.
+    trapezoidal rule over the rows themselves. `progress`: a bar over the rows on a terminal.
     """
-    terms = np.array([energy_terms(model, q, qd) for q, qd in zip(Q, QD)])
+    rows = tqdm(zip(Q, QD), total=len(Q), desc=f"energy {model.name}", unit="row", leave=False,
+                disable=None if progress else True)
+    terms = np.array([energy_terms(model, q, qd) for q, qd in rows])
     E = terms[:, 0] + terms[:, 1]
     if dissipated is not None:
         return E, E + dissipated

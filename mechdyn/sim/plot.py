@@ -19,8 +19,22 @@ def _save(fig, out: Path) -> Path:
     return out
 
 
+def needed_columns(tr: Trace) -> list[str]:
+    """The columns plot_trace reads: t, each joint's qd beside its q, each floating body's position and
+    velocities, and the energy."""
+    joints = [c[2:] for c in tr.data.columns if c.startswith("q:") and "." not in c]
+    floating = [f"{k}:{body}.{c}" for body in tr.meta.get("floating", "").split()
+                for k, part in (("q", ""), ("qd", "w"), ("qd", "v")) for c in (part + a for a in "xyz")]
+    return ["t", *(f"qd:{j}" for j in joints), *floating, "energy"]
+
+
 def plot_trace(tr: Trace, outdir: Path) -> list[Path]:
-    """Draw the trace's histories into outdir; returns the files written."""
+    """Draw the trace's histories into outdir; returns the files written. ValueError, before anything is
+    drawn, if a column it needs is missing."""
+    missing = [c for c in needed_columns(tr) if c not in tr.data.columns]
+    if missing:
+        raise ValueError(f"the trace has no column {missing[0]!r}" + (f" (and {len(missing) - 1} more)"
+                                                                     if len(missing) > 1 else ""))
     outdir.mkdir(parents=True, exist_ok=True)
     df, name, t = tr.data, tr.meta["model"], tr.data["t"].to_numpy()
     title = f"{name} ({tr.meta.get('scheme', '?')}, dt {tr.meta.get('dt', '?')} s)"

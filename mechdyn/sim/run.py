@@ -9,6 +9,8 @@ from tqdm import tqdm
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
+MAX_STEPS = 10**9  # a run longer than this is a typo (dt 1e-300), not a plan: hours of stepping
+
 
 @dataclass(frozen=True)
 class Trajectory:
@@ -56,6 +58,14 @@ def _schedules(dyn: Dynamics, tau, fext, act) -> tuple[int, list[np.ndarray | No
                     for s in named.values()]
 
 
+def step_count(T: float, dt: float) -> int:
+    """The steps of a run of T seconds at dt (finite, dt > 0, T >= 0); ValueError past MAX_STEPS."""
+    n = T / dt
+    if not n <= MAX_STEPS:
+        raise ValueError(f"T {T:g} at dt {dt:g} would take {n:.3g} steps; at most {MAX_STEPS:.0e} are allowed")
+    return int(round(n))
+
+
 def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1,
              tau=None, fext=None, act=None, dt_sched: float | None = None, progress: bool = False) -> Trajectory:
     """Step the model from (q0, qd0) for T seconds, recording the start and every stride-th step.
@@ -74,7 +84,7 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     stride = integer("stride", stride, 1)
     if dt <= 0 or T < 0:
         raise ValueError(f"expected dt > 0 and T >= 0; got dt {dt}, T {T}")
-    nsteps = int(round(T / dt))
+    nsteps = step_count(T, dt)
     nsched, (tau_s, fext_s, act_s) = _schedules(dyn, tau, fext, act)
     if nsched > 1:
         if dt_sched is None:
