@@ -13,7 +13,7 @@ from .conftest import dynamics
 pytestmark = pytest.mark.skipif(not have_pychrono(), reason=MISSING)
 
 TRIALS = 200
-SIM_T, SIM_DT = 0.25, 2e-5  # the CLI's defaults, so the history and the README table read the same figures
+SIM_T, SIM_DT = 0.25, 2e-5  # the CLI's defaults, so the history and docs/verification.md's table read the same figures
 
 
 def _gate_all(gate, model: str, checks) -> None:

@@ -1,6 +1,6 @@
 """Assemble the passes into one self-contained C translation unit per model.
 
-Exports (the C API in README.md, "Python API"):
+Exports (the C API in docs/generator.md):
 
     void fwd_dyn(q, qd, tau, fext, act, qdd)         fext, act may be NULL
     void fwd_dyn_batch(n, Q, QD, TAU, FEXT, ACT, QDD)   four states per SIMD pass (simd.py)
