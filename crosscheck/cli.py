@@ -31,7 +31,7 @@ def _report(model_name: str, checks: list[Check], as_json: bool) -> int:
 
 def cmd_dense(args: argparse.Namespace) -> int:
     """Run every dense-reference comparison that applies to the model."""
-    from crosscheck.dense import compare
+    from crosscheck import dense_compare as compare
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)

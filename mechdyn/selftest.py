@@ -33,10 +33,10 @@ class Mutation:
 
 # the gate snippets: each prints a JSON list of [name, value, threshold, passed]
 GATES = {
-    "gen_vs_dense:elbow": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('elbow'), 200)]",
-    "gen_vs_dense:threelink": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('threelink'), 200)]",
-    "gen_vs_dense:fourbar": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('fourbar'), 200)]",
-    "gen_vs_dense:springpend": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('springpend'), 200)]",
+    "gen_vs_dense:elbow": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('elbow'), 200)]",
+    "gen_vs_dense:threelink": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('threelink'), 200)]",
+    "gen_vs_dense:fourbar": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('fourbar'), 200)]",
+    "gen_vs_dense:springpend": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('springpend'), 200)]",
     "drift:satellite": "from mechdyn.sim.checks import order_gate, reversibility; d = load('satellite'); "
                        "c = [reversibility(d), order_gate(d, 'verlet')]",
 }

@@ -291,7 +291,7 @@ def test_find_refuses_unknown_kinds_and_matches_whole_names():
 
 def test_find_roundtrip_check_fails_on_a_planted_prefix_match(monkeypatch):
     """The crosscheck's find_roundtrip trips when find goes back to passing a NUL-tailed name through to C."""
-    from crosscheck.dense.compare import find_roundtrip
+    from crosscheck.dense_compare import find_roundtrip
 
     d = mechdyn.load("springpend")
     assert find_roundtrip(d).value == 0

@@ -43,7 +43,7 @@ def test_dense_json_keys(capsys):
 def test_failed_check_exits_1(monkeypatch, capsys):
     """A check over its gate makes the command fail (exit 1), not crash."""
     from crosscheck.checks import Check
-    from crosscheck.dense import compare
+    from crosscheck import dense_compare as compare
     monkeypatch.setattr(compare, "crba_vs_aba", lambda m, t, s: Check("crba_vs_aba", 1.0, 1e-12, "planted"))
     assert run(crosscheck_main, ["dense", "threelink", "--trials", "5"]) == 1
     assert "FAIL" in capsys.readouterr().out

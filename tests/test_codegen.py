@@ -8,7 +8,7 @@ import pytest
 
 import mechdyn
 import mechdyn.codegen.build as build
-from crosscheck.dense import compare
+from crosscheck import dense_compare as compare
 from mechdyn.codegen import crba as gcrba
 from mechdyn.codegen import kinematics as gkin
 from mechdyn.codegen import rnea as grnea
