@@ -143,7 +143,7 @@ def bench_sim(dyn: Dynamics, dt: float, seconds: float = 0.3, repeats: int = 5) 
 
     The Python loop is the generous version: one forward() and two C drifts per step.
     """
-    from mechdyn.sim.checks import initial_state
+    from mechdyn.sim.run import initial_state
     from mechdyn.sim.run import simulate
 
     q0, qd0 = initial_state(dyn)

@@ -143,7 +143,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
-    from mechdyn.sim.checks import initial_state
+    from mechdyn.sim.run import initial_state
     from mechdyn.sim.energy import energy_balance
     from mechdyn.sim.run import SimulationDiverged, simulate
     from mechdyn.sim.trace import write_trace

@@ -37,7 +37,7 @@ GATES = {
     "gen_vs_dense:threelink": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('threelink'), 200)]",
     "gen_vs_dense:fourbar": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('fourbar'), 200)]",
     "gen_vs_dense:springpend": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('springpend'), 200)]",
-    "drift:satellite": "from mechdyn.sim.checks import order_gate, reversibility; d = load('satellite'); "
+    "drift:satellite": "from crosscheck.trajectory import order_gate, reversibility; d = load('satellite'); "
                        "c = [reversibility(d), order_gate(d, 'verlet')]",
 }
 

@@ -227,7 +227,7 @@ def test_the_stated_tolerance_is_the_boundary_and_the_old_garbage_is_large():
 def test_mechdyn_trajectories_keep_their_quaternions_well_inside_the_tolerance(name):
     """Every state recorded by simulate (both schemes, 20000 steps) is accepted again as input: the exact drift keeps
     | |Q| - 1 | at round-off, many orders below QUAT_TOL."""
-    from mechdyn.sim.checks import initial_state
+    from mechdyn.sim.run import initial_state
 
     d = mechdyn.load(name)
     q0, qd0 = initial_state(d)
