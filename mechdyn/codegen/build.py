@@ -41,7 +41,7 @@ from mechdyn.core.model import Model
 from .generate import CDEF, GENERATOR_VERSION, Generated, generate
 
 # -march=native includes AVX-512 where the CPU has it (bintree 193 -> 171 ns here); the instruction
-# gate counts a build of its own with fixed portable flags instead (mechdyn/golden.py count_flags)
+# gate counts a build of its own with fixed portable flags instead (crosscheck/golden.py count_flags)
 DEFAULT_CFLAGS = "-O2 -march=native -fno-math-errno"
 
 class BuildError(RuntimeError):

@@ -84,7 +84,7 @@ def _apply(dest: Path, m: Mutation) -> None:
     text = path.read_text()
     if text.count(m.old) != 1:
         raise RuntimeError(f"selftest mutation '{m.name}' no longer applies: {m.file} must contain its target "
-                           f"exactly once (found {text.count(m.old)}); update mechdyn/selftest.py")
+                           f"exactly once (found {text.count(m.old)}); update crosscheck/selftest.py")
     path.write_text(text.replace(m.old, m.new))
 
 
