@@ -4,16 +4,24 @@
     crosscheck chrono <model> [--trials N] [--seed S] [--sim T DT] [--body NAME] [--json]
     crosscheck pinocchio <model> [--trials N] [--seed S] [--json]
     crosscheck mujoco <model> [--trials N] [--seed S] [--json]
+    crosscheck bench <model> [--peers] [--repeats N] [--json]
+    crosscheck selftest
+    crosscheck report [--history DB] [-o report.html]
+    crosscheck golden [--update] <model>... | --all
+
+The last four are the harness's commands that `mechdyn` had before issue 17 (`mechdyn bench --peers`,
+`mechdyn selftest`, `mechdyn report`, `mechdyn golden`); `mechdyn bench` times the generated code alone.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from crosscheck.checks import Check
-from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, load_model, positive_float, run, seed, sim_steps,
-                             trials)
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, int_range, load_model, output_file,
+                             positive_float, run, seed, sim_steps, trials)
 
 
 def _report(model_name: str, checks: list[Check], as_json: bool) -> int:
@@ -31,7 +39,7 @@ def _report(model_name: str, checks: list[Check], as_json: bool) -> int:
 
 def cmd_dense(args: argparse.Namespace) -> int:
     """Run every dense-reference comparison that applies to the model."""
-    from crosscheck.dense import compare
+    from crosscheck import dense_compare as compare
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
@@ -105,6 +113,72 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
     return _report(model.name, [accel_vs_generated(Dynamics(model, progress=True), args.trials, args.seed)], args.json)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Time the generated forward dynamics beside the dense reference, or (--peers) beside Pinocchio and MuJoCo."""
+    from crosscheck.bench import bench_dense, bench_peers
+    from mechdyn.dynamics import Dynamics
+
+    dyn = Dynamics(load_model(args.model), progress=True)
+    res = bench_peers(dyn, repeats=args.repeats) if args.peers else bench_dense(dyn, repeats=args.repeats)
+    print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
+    return EXIT_PASS
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    """Plant known bugs one at a time and show the gates catch each."""
+    from crosscheck.selftest import selftest
+
+    outcomes, control = selftest()
+    bad_control = [r for r in control if not r[3]]
+    for r in control:
+        print(f"clean copy: {r[0]} = {r[1]:.3e} (gate {r[2]:.0e}) {'PASS' if r[3] else 'FAIL'}")
+    for o in outcomes:
+        print(f"{'caught ' if o.caught else 'ESCAPED'} {o.mutation}: {o.detail}")
+    caught = sum(o.caught for o in outcomes)
+    print(f"caught {caught} of {len(outcomes)} planted bugs")
+    if bad_control:
+        print("selftest: the clean copy fails its gates, so 'caught' proves nothing", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_PASS if caught == len(outcomes) else EXIT_FAIL
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Draw the gate history as one self-contained HTML page."""
+    from crosscheck.report import history_path, load_history, plural, render, short_commit
+
+    hist = load_history(history_path(args.history))
+    atomic_write(Path(args.output), render(hist))
+    run, latest = hist.latest, hist.gates[hist.gates.run_id == hist.latest.run_id]
+    npairs = len(hist.gates[["model", "gate"]].drop_duplicates())
+    print(f"{args.output}: {plural(len(hist.runs), 'run')} from {hist.path}; latest {run.started} at "
+          f"{short_commit(run.commit_id)} on {run.machine}: {plural(len(latest), 'gate')}, "
+          f"{int((~latest.passed).sum())} failed; {plural(npairs, 'trend plot')}")
+    return EXIT_PASS
+
+
+def cmd_golden(args: argparse.Namespace) -> int:
+    """Show models' golden results and speed figures, or (re)write them with --update."""
+    from tqdm import tqdm
+
+    from crosscheck import golden
+
+    if bool(args.all) == bool(args.model):
+        raise InputError("name one or more models, or pass --all (not both)")
+    status = EXIT_PASS
+    names = golden.models() if args.all else args.model
+    # updating compiles each model and counts its instructions under callgrind: seconds to a minute apiece
+    bar = tqdm(names, desc="golden --update", unit="model", leave=False, disable=None if args.update else True)
+    for name in bar:
+        bar.set_postfix_str(name)
+        g = golden.update(name) if args.update else golden.stored(name)
+        if g is None:
+            tqdm.write(f"golden {name}: none; create it with `{golden.update_command(name)}`", file=sys.stdout)
+            status = EXIT_FAIL
+        else:
+            tqdm.write(golden.describe(g), file=sys.stdout)
+    return status
+
+
 def comparison(sub, name: str, example: str, default_trials: int, trials_help: str, func, **kw) -> argparse.ArgumentParser:
     """A comparison subcommand with the arguments every one takes: model, --trials, --seed, --json."""
     c = sub.add_parser(name, **kw)
@@ -119,7 +193,8 @@ def comparison(sub, name: str, example: str, default_trials: int, trials_help: s
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="crosscheck",
-        description="Check mechdyn's forward dynamics against independent implementations. "
+        description="Check mechdyn's forward dynamics against independent implementations, benchmark it beside "
+        "them, and keep its gates (goldens, gate history, self-test). "
         "Exit status: 0 all checks pass, 1 a check failed, 2 bad input.",
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -176,6 +251,48 @@ def parser() -> argparse.ArgumentParser:
         "mechdyn's coordinates, with the generated C on random states (q, qd, tau, fext as xfrc_applied, act as "
         "ctrl): accel_vs_generated, gate 1e-9. Loop models exit 2: MuJoCo's equality constraints are soft.",
     )
+    b = sub.add_parser("bench", help="time the generated forward dynamics beside the dense reference or the peers",
+                       description="Time fwd_dyn in a C loop over a pool of 256 random states (minimum over "
+                       "repeats, with a running checksum), fwd_dyn_batch, and the dense reference on the same "
+                       "states. Reports ns/call, the speedup and the generated code's flop count (mechdyn bench: "
+                       "the generated code alone).")
+    b.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
+    b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
+                   "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "
+                   "over the same 256 states, with instructions per call counted by callgrind; for a loop model, also "
+                   "the generated spanning tree, and Pinocchio with the loops closed (computeAllTerms, the closure "
+                   "rows, forwardDynamics with J and gamma)")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.set_defaults(func=cmd_bench)
+    st = sub.add_parser("selftest", help="plant known bugs and show the gates catch every one",
+                        description="Copy the package to a scratch directory, plant each known bug in turn (E = R "
+                        "instead of its transpose, the inertia's lower-left sign, a dropped loop-Jacobian entry, a "
+                        "spring-damper sign, a first-order quaternion drift, a dropped gravity term), run the gates "
+                        "that should catch it in a fresh interpreter, and report. A clean copy must pass first. "
+                        "Exit status 0 only if every planted bug is caught.")
+    st.set_defaults(func=cmd_selftest)
+    r = sub.add_parser("report", help="draw the gate history as a self-contained HTML page",
+                       description="Write one HTML page (no network needed: plots are embedded PNGs) from the "
+                       "gate history that every regression run appends to: the latest run's gates, failures "
+                       "first, and each (model, gate)'s metric over the runs against its threshold. The history "
+                       "is --history, else $MECHDYN_HISTORY, else $XDG_DATA_HOME/mechdyn/history.sqlite "
+                       "(~/.local/share/mechdyn/history.sqlite). Exit status 0 when the page was written, "
+                       "whatever the gates' verdicts.")
+    r.add_argument("--history", metavar="DB", help="the history SQLite file (default: as above)")
+    r.add_argument("-o", "--output", default="report.html", type=output_file, help="output file (default: report.html)")
+    r.set_defaults(func=cmd_report)
+    gd = sub.add_parser("golden", help="show or re-record models' golden results and speed figures",
+                        description="The golden of a model (regression/golden/<model>.npz): 20 stored input "
+                        "states with the generated qdd and observe outputs there, the flop count per call, and "
+                        "the instructions per fwd_dyn call counted by callgrind with the toolchain they were "
+                        "counted with. The regression gates compare against it and never write it. Without "
+                        "--update, print what is stored (exit status 1 if a golden is missing).")
+    gd.add_argument("model", nargs="*", help="model names in models/ or paths to .mech files")
+    gd.add_argument("--all", action="store_true", help="every model in models/")
+    gd.add_argument("--update", action="store_true", help="re-sample the states, run the generated code and "
+                    "count flops and instructions, and write the golden (atomically)")
+    gd.set_defaults(func=cmd_golden)
     return p
 
 

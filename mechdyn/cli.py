@@ -2,19 +2,21 @@
 
     mechdyn info <model>
     mechdyn gen <model> [-o file.c]
-    mechdyn bench <model> [--peers] [--json]
+    mechdyn bench <model> [--sim DT] [--json]
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir]
-    mechdyn selftest
-    mechdyn report [--history DB] [-o report.html]
-    mechdyn golden --update <model>... | --all
+
+These use the product alone. The harness's commands moved to `crosscheck` (issue 17): `crosscheck bench`
+(beside the dense reference, or --peers), `crosscheck selftest`, `crosscheck report` and `crosscheck golden`;
+`mechdyn bench --peers`, `mechdyn selftest`, `mechdyn report` and `mechdyn golden` only say so (exit 2).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -95,26 +97,27 @@ def cmd_gen(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def moved(old: str, new: str) -> InputError:
+    """The one line a harness command that left the product's CLI prints (exit 2), naming its new command."""
+    return InputError(f"'mechdyn {old}' moved to the verification harness: run 'crosscheck {new}'")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Time the generated forward dynamics against the dense reference."""
+    """Time the generated forward dynamics alone (fwd_dyn and fwd_dyn_batch, or Verlet stepping with --sim)."""
     from mechdyn.bench import bench, bench_sim
     from mechdyn.dynamics import Dynamics
 
-    if args.peers and args.sim is not None:
-        raise InputError("--peers and --sim are separate benchmarks; give one")
+    if args.peers:  # before any work: the side-by-side benchmark is the harness's
+        given = [args.model] + (["--repeats", str(args.repeats)] if args.repeats != 7 else []) + ["--json"] * args.json
+        raise moved("bench --peers", shlex.join(["bench", "--peers", *given]))
     dyn = Dynamics(load_model(args.model), progress=True)
-    if args.peers:
-        from mechdyn.bench import bench_peers
+    from mechdyn.sim.run import SimulationDiverged
 
-        res = bench_peers(dyn, repeats=args.repeats)
-    else:
-        from mechdyn.sim.run import SimulationDiverged
-
-        try:
-            res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
-        except SimulationDiverged as e:
-            print(f"bench: {e}; a smaller --sim DT may keep it finite", file=sys.stderr)
-            return EXIT_FAIL
+    try:
+        res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
+    except SimulationDiverged as e:
+        print(f"bench: {e}; a smaller --sim DT may keep it finite", file=sys.stderr)
+        return EXIT_FAIL
     print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
     return EXIT_PASS
 
@@ -149,7 +152,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
-    from mechdyn.sim.checks import initial_state
+    from mechdyn.sim.run import initial_state
     from mechdyn.sim.energy import energy_balance
     from mechdyn.sim.run import SimulationDiverged, simulate
     from mechdyn.sim.trace import write_trace
@@ -238,59 +241,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def cmd_selftest(args: argparse.Namespace) -> int:
-    """Plant known bugs one at a time and show the gates catch each."""
-    from mechdyn.selftest import selftest
-
-    outcomes, control = selftest()
-    bad_control = [r for r in control if not r[3]]
-    for r in control:
-        print(f"clean copy: {r[0]} = {r[1]:.3e} (gate {r[2]:.0e}) {'PASS' if r[3] else 'FAIL'}")
-    for o in outcomes:
-        print(f"{'caught ' if o.caught else 'ESCAPED'} {o.mutation}: {o.detail}")
-    caught = sum(o.caught for o in outcomes)
-    print(f"caught {caught} of {len(outcomes)} planted bugs")
-    if bad_control:
-        print("selftest: the clean copy fails its gates, so 'caught' proves nothing", file=sys.stderr)
-        return EXIT_FAIL
-    return EXIT_PASS if caught == len(outcomes) else EXIT_FAIL
+MOVED = {"selftest": "plant known bugs and show the gates catch every one",
+         "report": "draw the gate history as a self-contained HTML page",
+         "golden": "show or re-record models' golden results and speed figures"}
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    """Draw the gate history as one self-contained HTML page."""
-    from mechdyn.report import history_path, load_history, plural, render, short_commit
-
-    hist = load_history(history_path(args.history))
-    atomic_write(Path(args.output), render(hist))
-    run, latest = hist.latest, hist.gates[hist.gates.run_id == hist.latest.run_id]
-    npairs = len(hist.gates[["model", "gate"]].drop_duplicates())
-    print(f"{args.output}: {plural(len(hist.runs), 'run')} from {hist.path}; latest {run.started} at "
-          f"{short_commit(run.commit_id)} on {run.machine}: {plural(len(latest), 'gate')}, "
-          f"{int((~latest.passed).sum())} failed; {plural(npairs, 'trend plot')}")
-    return EXIT_PASS
-
-
-def cmd_golden(args: argparse.Namespace) -> int:
-    """Show models' golden results and speed figures, or (re)write them with --update."""
-    from tqdm import tqdm
-
-    from mechdyn import golden
-
-    if bool(args.all) == bool(args.model):
-        raise InputError("name one or more models, or pass --all (not both)")
-    status = EXIT_PASS
-    names = golden.models() if args.all else args.model
-    # updating compiles each model and counts its instructions under callgrind: seconds to a minute apiece
-    bar = tqdm(names, desc="golden --update", unit="model", leave=False, disable=None if args.update else True)
-    for name in bar:
-        bar.set_postfix_str(name)
-        g = golden.update(name) if args.update else golden.stored(name)
-        if g is None:
-            tqdm.write(f"golden {name}: none; create it with `{golden.update_command(name)}`", file=sys.stdout)
-            status = EXIT_FAIL
-        else:
-            tqdm.write(golden.describe(g), file=sys.stdout)
-    return status
+def cmd_moved(args: argparse.Namespace) -> int:
+    """A harness command that left mechdyn: say where it went, with the arguments given."""
+    raise moved(args.cmd, shlex.join([args.cmd, *args.rest]))
 
 
 def _output_or_stdout(text: str) -> str:
@@ -316,17 +274,15 @@ def parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_gen)
     b = sub.add_parser("bench", help="time the generated forward dynamics",
                        description="Time fwd_dyn in a C loop over a pool of 256 random states (minimum over "
-                       "repeats, with a running checksum), and the dense reference on the same states. Reports "
-                       "ns/call, the speedup and the generated code's flop count.")
+                       "repeats, with a running checksum), and fwd_dyn_batch on the same states. Reports ns/call, "
+                       "ns/state batched and the generated code's flop count. The same beside the dense reference: "
+                       "crosscheck bench MODEL; beside Pinocchio and MuJoCo: crosscheck bench --peers MODEL.")
     b.add_argument("model", help="a model name in models/ or a path to a .mech file")
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
     b.add_argument("--sim", type=positive_float, metavar="DT", help="instead, time Verlet stepping at step DT: in C "
                    "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
-    b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
-                   "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "
-                   "over the same 256 states, with instructions per call counted by callgrind; for a loop model, also "
-                   "the generated spanning tree, and Pinocchio with the loops closed (computeAllTerms, the closure "
-                   "rows, forwardDynamics with J and gamma)")
+    b.add_argument("--peers", action="store_true", help="moved: crosscheck bench --peers MODEL (this says so, "
+                   "exit 2)")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
     e = sub.add_parser("export", help="write a model as URDF and/or MJCF",
@@ -365,34 +321,11 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("trace", help="the trace CSV")
     pl.add_argument("-o", "--output", metavar="DIR", type=output_dir, help="directory for the PNGs (default: beside the trace)")
     pl.set_defaults(func=cmd_plot)
-    st = sub.add_parser("selftest", help="plant known bugs and show the gates catch every one",
-                        description="Copy the package to a scratch directory, plant each known bug in turn (E = R "
-                        "instead of its transpose, the inertia's lower-left sign, a dropped loop-Jacobian entry, a "
-                        "spring-damper sign, a first-order quaternion drift, a dropped gravity term), run the gates "
-                        "that should catch it in a fresh interpreter, and report. A clean copy must pass first. "
-                        "Exit status 0 only if every planted bug is caught.")
-    st.set_defaults(func=cmd_selftest)
-    r = sub.add_parser("report", help="draw the gate history as a self-contained HTML page",
-                       description="Write one HTML page (no network needed: plots are embedded PNGs) from the "
-                       "gate history that every regression run appends to: the latest run's gates, failures "
-                       "first, and each (model, gate)'s metric over the runs against its threshold. The history "
-                       "is --history, else $MECHDYN_HISTORY, else $XDG_DATA_HOME/mechdyn/history.sqlite "
-                       "(~/.local/share/mechdyn/history.sqlite). Exit status 0 when the page was written, "
-                       "whatever the gates' verdicts.")
-    r.add_argument("--history", metavar="DB", help="the history SQLite file (default: as above)")
-    r.add_argument("-o", "--output", default="report.html", type=output_file, help="output file (default: report.html)")
-    r.set_defaults(func=cmd_report)
-    gd = sub.add_parser("golden", help="show or re-record models' golden results and speed figures",
-                        description="The golden of a model (regression/golden/<model>.npz): 20 stored input "
-                        "states with the generated qdd and observe outputs there, the flop count per call, and "
-                        "the instructions per fwd_dyn call counted by callgrind with the toolchain they were "
-                        "counted with. The regression gates compare against it and never write it. Without "
-                        "--update, print what is stored (exit status 1 if a golden is missing).")
-    gd.add_argument("model", nargs="*", help="model names in models/ or paths to .mech files")
-    gd.add_argument("--all", action="store_true", help="every model in models/")
-    gd.add_argument("--update", action="store_true", help="re-sample the states, run the generated code and "
-                    "count flops and instructions, and write the golden (atomically)")
-    gd.set_defaults(func=cmd_golden)
+    for name, what in MOVED.items():  # each says where it went (exit 2), whatever the arguments
+        m = sub.add_parser(name, help=f"moved: crosscheck {name} ({what})", add_help=False, prefix_chars="\0",
+                           description=f"Moved to the verification harness: crosscheck {name}.")
+        m.add_argument("rest", nargs="*", help="the arguments, passed on to the message")
+        m.set_defaults(func=cmd_moved)
     return p
 
 

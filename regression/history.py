@@ -10,8 +10,8 @@ open the database.
 
 Where: `--history=PATH`, else `$MECHDYN_HISTORY`, else
 `$XDG_DATA_HOME/mechdyn/history.sqlite` (default `~/.local/share/mechdyn/`);
-see `mechdyn.report.history_path`. A run that records no gate (e.g. `pytest
-tests/`) writes nothing. `mechdyn report` draws the history as an HTML page.
+see `crosscheck.report.history_path`. A run that records no gate (e.g. `pytest
+tests/`) writes nothing. `crosscheck report` draws the history as an HTML page.
 
 Schema (WAL mode, busy timeout 30 s; `PRAGMA user_version` = SCHEMA_VERSION):
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mechdyn.report import history_path
+from crosscheck.report import history_path
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA_VERSION = 1
@@ -180,7 +180,7 @@ class Recorder:
             return
         commit = self.run.commit_id[:12] + ("+dirty" if self.run.commit_id.endswith("+dirty") else "")
         self.outcome = (f"gate history: {len(self.rows)} gates ({failed} failed) at {commit} "
-                        f"recorded to {self.path}; 'mechdyn report' draws it")
+                        f"recorded to {self.path}; 'crosscheck report' draws it")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.outcome:

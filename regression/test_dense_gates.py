@@ -1,5 +1,5 @@
 """Accuracy gates against the dense reference, on every model."""
-from crosscheck.dense import compare
+from crosscheck import dense_compare as compare
 from mechdyn.core.parse import load_model
 
 from .conftest import dynamics

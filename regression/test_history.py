@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mechdyn.report import history_path
+from crosscheck.report import history_path
 
 from .history import GateRow, Run, commit_id, write_run
 

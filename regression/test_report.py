@@ -1,4 +1,4 @@
-"""`mechdyn report`: the page renders in headless Chromium, every plot decodes, failures come first."""
+"""`crosscheck report`: the page renders in headless Chromium, every plot decodes, failures come first."""
 import base64
 import io
 import json
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mechdyn.cli import parser as mechdyn_parser
+from crosscheck.cli import parser as crosscheck_parser
 from mechdyn.cliutil import run
 
 from .history import GateRow, Run, write_run
@@ -34,8 +34,8 @@ SERIES = {
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / "mechdyn"
-    return subprocess.run([str(script) if script.exists() else "mechdyn", *args], capture_output=True, text=True,
+    script = Path(sys.executable).parent / "crosscheck"
+    return subprocess.run([str(script) if script.exists() else "crosscheck", *args], capture_output=True, text=True,
                           timeout=300, check=False)
 
 
@@ -166,17 +166,17 @@ def test_report_renders_in_chromium(history, tmp_path):
 
 def test_report_input_errors(tmp_path, capsys):
     missing = tmp_path / "none.sqlite"
-    assert run(mechdyn_parser, ["report", "--history", str(missing)]) == 2
+    assert run(crosscheck_parser, ["report", "--history", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{missing}: no gate history here") and err.count("\n") == 1
     empty = tmp_path / "empty.sqlite"
     empty.write_bytes(b"")
-    assert run(mechdyn_parser, ["report", "--history", str(empty)]) == 2
+    assert run(crosscheck_parser, ["report", "--history", str(empty)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{empty}: the gate history is empty") and err.count("\n") == 1
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not sqlite\n" * 100)
-    assert run(mechdyn_parser, ["report", "--history", str(junk)]) == 2
+    assert run(crosscheck_parser, ["report", "--history", str(junk)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{junk}: not a gate history") and err.count("\n") == 1
     assert not (tmp_path / "report.html").exists()
@@ -186,6 +186,6 @@ def test_report_from_environment(history, tmp_path, monkeypatch, capsys):
     """Without --history the file comes from $MECHDYN_HISTORY; the log axis and the legend's FAIL appear."""
     monkeypatch.setenv("MECHDYN_HISTORY", str(history))
     out = tmp_path / "r.html"
-    assert run(mechdyn_parser, ["report", "-o", str(out)]) == 0
+    assert run(crosscheck_parser, ["report", "-o", str(out)]) == 0
     assert f"from {history}" in capsys.readouterr().out
     assert out.read_text().count('<figure id="plot-beta-gen_vs_dense" class="fail">') == 1

@@ -1,5 +1,5 @@
 """The suite checks itself: every planted bug must be caught by the gates meant for it."""
-from mechdyn.selftest import MUTATIONS, selftest
+from crosscheck.selftest import MUTATIONS, selftest
 
 
 def test_selftest_catches_every_planted_bug():

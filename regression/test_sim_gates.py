@@ -2,7 +2,7 @@
 on loop models."""
 import pytest
 
-from mechdyn.sim import checks
+from crosscheck import trajectory as checks
 
 from .conftest import dynamics
 

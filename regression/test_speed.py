@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import pytest
 
-from mechdyn import golden
+from crosscheck import golden
 from mechdyn.codegen import crba
 from mechdyn.codegen import expr
 from mechdyn.codegen import generate as gen_module
@@ -95,7 +95,7 @@ def test_toolchain_change_rebaselines_visibly(monkeypatch):
     check = golden.instructions_check("elbow", m, other)
     assert check.passed and golden.rebaselined(check)
     assert "compiler changed from 'cc (Other) 99.1' to" in check.note
-    assert "`mechdyn golden --update elbow`" in check.note and check.note in check.line()
+    assert "`crosscheck golden --update elbow`" in check.note and check.note in check.line()
     assert not golden.instructions_check("elbow", m, g).passed  # the same count against its own toolchain fails
 
 
@@ -167,7 +167,7 @@ def test_a_cpu_without_x86_64_v3_cannot_count(monkeypatch, tmp_path):
 def test_fewer_flops_pass_with_a_note():
     g = stored("elbow")
     check = golden.flops_check("elbow", g.flops - 10, g)
-    assert check.passed and "lock in the gain with `mechdyn golden --update elbow`" in check.note
+    assert check.passed and "lock in the gain with `crosscheck golden --update elbow`" in check.note
     assert not golden.flops_check("elbow", int(g.flops * 1.03), g).passed
     assert golden.flops_check("elbow", int(g.flops * 1.015), g).passed
 

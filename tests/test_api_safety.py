@@ -227,7 +227,7 @@ def test_the_stated_tolerance_is_the_boundary_and_the_old_garbage_is_large():
 def test_mechdyn_trajectories_keep_their_quaternions_well_inside_the_tolerance(name):
     """Every state recorded by simulate (both schemes, 20000 steps) is accepted again as input: the exact drift keeps
     | |Q| - 1 | at round-off, many orders below QUAT_TOL."""
-    from mechdyn.sim.checks import initial_state
+    from mechdyn.sim.run import initial_state
 
     d = mechdyn.load(name)
     q0, qd0 = initial_state(d)
@@ -291,7 +291,7 @@ def test_find_refuses_unknown_kinds_and_matches_whole_names():
 
 def test_find_roundtrip_check_fails_on_a_planted_prefix_match(monkeypatch):
     """The crosscheck's find_roundtrip trips when find goes back to passing a NUL-tailed name through to C."""
-    from crosscheck.dense.compare import find_roundtrip
+    from crosscheck.dense_compare import find_roundtrip
 
     d = mechdyn.load("springpend")
     assert find_roundtrip(d).value == 0

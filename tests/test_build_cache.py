@@ -22,7 +22,7 @@ import pytest
 
 import mechdyn
 import mechdyn.codegen.build as build
-from crosscheck.dense.compare import gen_gate
+from crosscheck.dense_compare import gen_gate
 from crosscheck.dense.loops import forward as dense_forward
 from mechdyn.codegen.generate import generate
 from mechdyn.core.model import Model
@@ -319,7 +319,7 @@ def test_crosscheck_caches_see_python_changes():
     """The cross-checks' per-process caches (Pinocchio models, drawn states) are keyed on the content too: a model
     changed in Python is compared as it is, not as the model it was made from."""
     pytest.importorskip("pinocchio", reason="pinocchio not installed: the Pinocchio cross-check cache is not exercised")
-    from crosscheck.dense import compare as dense_compare
+    from crosscheck import dense_compare
     from crosscheck.pinocchio import compare as pin_compare
 
     elbow = load_model("elbow")

@@ -43,7 +43,7 @@ def test_dense_json_keys(capsys):
 def test_failed_check_exits_1(monkeypatch, capsys):
     """A check over its gate makes the command fail (exit 1), not crash."""
     from crosscheck.checks import Check
-    from crosscheck.dense import compare
+    from crosscheck import dense_compare as compare
     monkeypatch.setattr(compare, "crba_vs_aba", lambda m, t, s: Check("crba_vs_aba", 1.0, 1e-12, "planted"))
     assert run(crosscheck_main, ["dense", "threelink", "--trials", "5"]) == 1
     assert "FAIL" in capsys.readouterr().out
@@ -62,9 +62,31 @@ def test_gen_writes_c(tmp_path, capsys):
 
 
 def test_bench_json(capsys):
+    """`mechdyn bench` times the generated code alone; `crosscheck bench` adds the dense reference."""
     assert run(mechdyn_main, ["bench", "gantry", "--repeats", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["flops"] > 0 and out["ns_per_call"] > 0 and out["batch_ns_per_state"] > 0
+    assert "dense_ns_per_call" not in out
+    assert run(crosscheck_main, ["bench", "gantry", "--repeats", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
     assert out["flops"] > 0 and out["ns_per_call"] > 0 and out["dense_ns_per_call"] > out["ns_per_call"]
+    assert out["speedup"] == out["dense_ns_per_call"] / out["ns_per_call"]
+
+
+@pytest.mark.parametrize("old, name, new", [
+    (["bench", "elbow", "--peers"], "bench --peers", "crosscheck bench --peers elbow"),
+    (["bench", "elbow", "--peers", "--repeats", "3", "--json"], "bench --peers",
+     "crosscheck bench --peers elbow --repeats 3 --json"),
+    (["selftest"], "selftest", "crosscheck selftest"),
+    (["report", "-o", "r.html"], "report", "crosscheck report -o r.html"),
+    (["golden", "--update", "elbow"], "golden", "crosscheck golden --update elbow"),
+    (["golden", "--help"], "golden", "crosscheck golden --help"),
+])
+def test_harness_commands_that_left_mechdyn_name_their_new_command(capsys, old, name, new):
+    """The harness's commands moved to `crosscheck` (issue 17); the old names exit 2 with one line naming the new
+    command, arguments included, before any work."""
+    assert run(mechdyn_main, old) == 2
+    assert capsys.readouterr().err == f"'mechdyn {name}' moved to the verification harness: run '{new}'\n"
 
 
 @pytest.mark.parametrize("tool", ["mechdyn", "crosscheck"])

@@ -107,18 +107,18 @@ def test_bench_numbers(args, needles):
 
 @pytest.mark.parametrize("make", ["missing", "directory", "under_a_file"])
 @pytest.mark.parametrize("cmd, flag", [
-    (["sim", "elbow", "--time", "20"], "--trace"),
-    (["gen", "elbow"], "-o"),
-    (["export", "elbow"], "--urdf"),
-    (["export", "elbow"], "--mjcf"),
-    (["report"], "-o"),
+    (["mechdyn", "sim", "elbow", "--time", "20"], "--trace"),
+    (["mechdyn", "gen", "elbow"], "-o"),
+    (["mechdyn", "export", "elbow"], "--urdf"),
+    (["mechdyn", "export", "elbow"], "--mjcf"),
+    (["crosscheck", "report"], "-o"),
 ])
 def test_output_path_checked_before_the_work(tmp_path, cmd, flag, make):
     target = {"missing": tmp_path / "no_such_dir" / "out.txt", "directory": tmp_path,
               "under_a_file": tmp_path / "file.txt" / "out.txt"}[make]
     (tmp_path / "file.txt").write_text("x")
     cache = tmp_path / "cache"  # a private compile cache: a sim that ran would have compiled elbow into it
-    r = cli("mechdyn", *cmd, flag, str(target), env={"MECHDYN_CACHE": str(cache)})
+    r = cli(*cmd, flag, str(target), env={"MECHDYN_CACHE": str(cache)})
     why = {"missing": "does not exist", "directory": "is a directory", "under_a_file": "is not a directory"}[make]
     assert_input_error(r, f"argument {flag}", str(target), why)
     assert r.stdout == "" and not cache.exists(), "the command did its work before refusing the path"
@@ -148,7 +148,7 @@ def test_plot_bad_trace(tmp_path, edit, needles):
     assert not (tmp_path / "png").exists() or not any((tmp_path / "png").iterdir())
 
 
-# -- mechdyn report on a bad history --------------------------------------------------------------
+# -- crosscheck report on a bad history --------------------------------------------------------------
 
 def write_history(db: Path, nruns: int = 3, ngates: int = 40) -> None:
     """A real history (regression/history.py's writer): nruns runs of ngates gates each."""
@@ -163,7 +163,7 @@ def test_report_history_with_wrong_columns(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.executescript("CREATE TABLE runs (run_id, started); CREATE TABLE gates (run_id, model, value);")
     conn.close()
-    assert_input_error(cli("mechdyn", "report", "--history", str(db), "-o", str(tmp_path / "r.html")),
+    assert_input_error(cli("crosscheck", "report", "--history", str(db), "-o", str(tmp_path / "r.html")),
                        f"{db}: not a gate history", "no such column")
     assert not (tmp_path / "r.html").exists()
 
@@ -176,7 +176,7 @@ def test_report_history_with_corrupted_pages(tmp_path):
     rng = np.random.default_rng(0)
     data[4096:] = rng.integers(0, 256, len(data) - 4096, dtype=np.uint8).tobytes()  # page 1 (the schema) survives
     db.write_bytes(bytes(data))
-    assert_input_error(cli("mechdyn", "report", "--history", str(db), "-o", str(tmp_path / "r.html")),
+    assert_input_error(cli("crosscheck", "report", "--history", str(db), "-o", str(tmp_path / "r.html")),
                        f"{db}: not a gate history, or a damaged one", "malformed")
 
 
@@ -192,7 +192,7 @@ def test_report_history_with_text_in_numeric_columns(tmp_path, column, value, ex
     with sqlite3.connect(db) as conn:
         conn.execute(f"UPDATE gates SET {column} = {value} WHERE run_id = 'run1' AND gate = 'gate3'")
     conn.close()
-    line = assert_input_error(cli("mechdyn", "report", "--history", str(db), "-o", str(tmp_path / "r.html")),
+    line = assert_input_error(cli("crosscheck", "report", "--history", str(db), "-o", str(tmp_path / "r.html")),
                               f"{db}: not a gate history: gates.{column} holds", f"where {expected} belongs",
                               "run run1", "gate gate3")
     assert value.strip("'") in line
@@ -205,7 +205,7 @@ def test_report_good_history_still_renders(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE gates SET metric = NULL, passed = 0 WHERE run_id = 'run2' AND gate = 'gate1'")
     conn.close()
-    r = cli("mechdyn", "report", "--history", str(db), "-o", str(tmp_path / "r.html"))
+    r = cli("crosscheck", "report", "--history", str(db), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 0 and "1 failed" in r.stdout, r.stderr
 
 
@@ -293,8 +293,8 @@ class FakeTerminal(io.StringIO):
 
 def test_golden_update_all_shows_a_bar_on_a_terminal(monkeypatch, capsys):
     """`golden --all --update` (minutes: a compile and a callgrind count per model) draws a bar; its lines stay clean."""
-    from mechdyn import golden
-    from mechdyn.cli import parser
+    from crosscheck import golden
+    from crosscheck.cli import parser
     from mechdyn.cliutil import run
 
     names = golden.models()
@@ -312,7 +312,7 @@ def test_golden_update_all_shows_a_bar_on_a_terminal(monkeypatch, capsys):
 
 def test_selftest_bar_counts_the_clean_copy(monkeypatch):
     """The clean copy runs every gate before any planted bug: the bar's first step, not a silent minute."""
-    from mechdyn import selftest
+    from crosscheck import selftest
 
     seen: list[str] = []
     terminal = FakeTerminal()
@@ -343,14 +343,16 @@ def test_crosscheck_bars_on_a_terminal_and_not_in_a_pipe():
 
 
 def test_bench_bar_covers_every_phase(monkeypatch):
-    """`mechdyn bench` and `bench --sim` name each phase on the bar, the dense reference and the Python loop included."""
+    """`mechdyn bench`, `bench --sim` and `crosscheck bench` name each phase on the bar, the dense reference and
+    the Python loop included."""
+    from crosscheck.bench import bench_dense
     from mechdyn import bench
     from mechdyn.dynamics import load
 
     dyn = load("gantry")
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    bench.bench(dyn, repeats=2, seconds=0.01, dense_calls=5)
+    bench_dense(dyn, repeats=2, seconds=0.01, dense_calls=5)
     shown = terminal.getvalue()
     for phase in ("bench gantry: fwd_dyn", "bench gantry: dense reference", "bench gantry: fwd_dyn_batch"):
         assert phase in shown, (phase, shown[-800:])

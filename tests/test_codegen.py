@@ -8,7 +8,8 @@ import pytest
 
 import mechdyn
 import mechdyn.codegen.build as build
-from crosscheck.dense import compare
+from crosscheck import dense_compare as compare
+from crosscheck.golden import models as golden_models
 from mechdyn.codegen import crba as gcrba
 from mechdyn.codegen import kinematics as gkin
 from mechdyn.codegen import rnea as grnea
@@ -18,7 +19,6 @@ from mechdyn.codegen.expr import Builder, Sym
 from mechdyn.codegen.generate import generate
 from mechdyn.codegen.ltdl import check_sparsity, expanded_parents
 from mechdyn.core.parse import load_model, parse
-from mechdyn.golden import models as golden_models
 from mechdyn.core.sample import scaled_error
 from mechdyn.core.sample import states as sample_states
 
@@ -82,8 +82,8 @@ def test_every_joint_type_under_every_kind_of_parent():
 def test_large_tree_factors_eagerly_and_matches_dense(monkeypatch):
     """A tree past schedule.WHOLE statements (hmmwv_pitman without its loops, 3,800) keeps the emitted order, so
     its LᵀDL subtracts each update as it comes (ltdl.py, `eager`); the generated code still equals the dense
-    reference. No model in models/ is such a tree; `mechdyn bench --peers` times these spanning trees."""
-    from mechdyn.bench import spanning_tree
+    reference. No model in models/ is such a tree; `crosscheck bench --peers` times these spanning trees."""
+    from crosscheck.bench import spanning_tree
     from mechdyn.codegen import generate as gen
     model = spanning_tree(load_model("hmmwv_pitman"))
     forward, eager = gen.ltdl_forward, []
@@ -124,7 +124,7 @@ def test_planted_unpermuted_floating_block_is_caught(fresh_cache, monkeypatch):
 def test_planted_eager_update_sign_is_caught(fresh_cache, monkeypatch):
     """The eager LᵀDL path (trees past schedule.WHOLE statements; no model in models/ is one) gets its own planted
     bug: an update added instead of subtracted there fails gen_vs_dense on hmmwv_pitman's spanning tree."""
-    from mechdyn.bench import spanning_tree
+    from crosscheck.bench import spanning_tree
     from mechdyn.codegen import ltdl
     real = ltdl._update
     monkeypatch.setattr(ltdl, "_update", lambda b, entry, update, eager:

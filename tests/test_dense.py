@@ -24,7 +24,7 @@ import mechdyn.core.kinematics
 from crosscheck.dense import (
     aba_factor, aba_solve, bias_force, forward_aba, forward_crba, mass_matrix, rsda_torque, tsda_forces, tsda_state,
 )
-from crosscheck.dense.compare import crba_vs_aba
+from crosscheck.dense_compare import crba_vs_aba
 from mechdyn.core.integrate import integrate
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import BASE, Body, Model, Poi, Roller, Rsda, Track, Tsda

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import mechdyn
-from crosscheck.dense import compare
+from crosscheck import dense_compare as compare
 from crosscheck.dense.loops import forward
 from mechdyn.codegen import frames
 from mechdyn.core.parse import load_model

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mechdyn
-from crosscheck.dense import compare
+from crosscheck import dense_compare as compare
 from crosscheck.dense.loops import forward
 from mechdyn.codegen import kkt
 from mechdyn.codegen import loops as gloops

@@ -69,7 +69,7 @@ def test_bench_peers_times_all_three_on_the_same_pool():
     import shutil
 
     import mechdyn
-    from mechdyn.bench import TABLE_HEADER, bench_peers
+    from crosscheck.bench import TABLE_HEADER, bench_peers
 
     res = bench_peers(mechdyn.load("threelink"), repeats=1, seconds=0.01)
     for x in (res.ns_per_call, res.pinocchio_ns_per_call, res.mujoco_ns_per_call):
@@ -84,7 +84,7 @@ def test_bench_peers_closes_a_loop_models_loops_in_pinocchio_too(tmp_path, monke
     """A loop model's Pinocchio figures include a closed-loop run (every loop type, and fext here), checked
     against the cross-check's KKT solve; a planted expectation of the spanning tree's ABA fails it."""
     from crosscheck.pinocchio import timing as pint
-    from mechdyn.bench import CLOSED_TABLE_HEADER, bench_peers
+    from crosscheck.bench import CLOSED_TABLE_HEADER, bench_peers
     from mechdyn.core.parse import load_model
     from mechdyn.dynamics import Dynamics
 

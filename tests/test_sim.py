@@ -6,7 +6,7 @@ import mechdyn
 from mechdyn.codegen import stepper
 from mechdyn.core.integrate import integrate
 from mechdyn.core.sample import random_q
-from mechdyn.sim.checks import order_gate, reversibility
+from crosscheck.trajectory import order_gate, reversibility
 from mechdyn.sim.run import simulate
 
 # Q ← normalize(Q + ½ Q ⊗ (0, ω) τ), r ← r + R(Q) v τ: first order, and not self-adjoint

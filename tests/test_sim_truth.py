@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import mechdyn
+from crosscheck.trajectory import dissipation_gate
 from mechdyn.cli import parser as mechdyn_main
 from mechdyn.cliutil import run
 from mechdyn.codegen import generate
-from mechdyn.sim.checks import dissipation_gate, initial_state
 from mechdyn.sim.energy import energy_balance
-from mechdyn.sim.run import SimulationDiverged, simulate
+from mechdyn.sim.run import SimulationDiverged, initial_state, simulate
 
 
 def first_nonfinite_step(d, q, qd, dt: float, nsteps: int) -> int:

@@ -1,4 +1,4 @@
-"""MuJoCo's forward pass timed in a compiled C loop, for `mechdyn bench --peers`.
+"""MuJoCo's forward pass timed in a compiled C loop, for `crosscheck bench --peers`.
 
 The C program loads the exported MJCF with mj_loadXML from the libmujoco that
 ships in the mujoco wheel, and calls mj_forward over a pool of states (qpos,
@@ -17,7 +17,7 @@ from mechdyn.export import mjcf
 
 from . import MjModel, xfrc
 
-SOURCE = r"""/* mj_forward over a pool of states (mechdyn bench --peers; crosscheck/mujoco/timing.py).
+SOURCE = r"""/* mj_forward over a pool of states (crosscheck bench --peers; crosscheck/mujoco/timing.py).
  * usage: mj_timing MODEL.xml POOL.bin NPOOL NCALLS REPEATS
  * POOL.bin: NPOOL records of qpos[nq] qvel[nv] qfrc_applied[nv] xfrc_applied[6 nbody] ctrl[nu].
  * prints: the best ns/call over REPEATS timed loops, and a checksum. callgrind: --toggle-collect=peer_loop */

@@ -8,7 +8,7 @@ from tqdm import tqdm
 
 from crosscheck.checks import Check
 from crosscheck.dense import forward as dense_forward
-from mechdyn.codegen.build import fingerprint
+from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
 from mechdyn.core.sample import State, scaled_error, states
 from mechdyn.dynamics import Dynamics

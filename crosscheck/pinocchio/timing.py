@@ -1,4 +1,4 @@
-"""Pinocchio's ABA timed in a compiled C++ loop, for `mechdyn bench --peers`.
+"""Pinocchio's ABA timed in a compiled C++ loop, for `crosscheck bench --peers`.
 
 The model is the one `crosscheck.pinocchio.build` loads from the exported URDF,
 transcribed joint by joint (type, parent, placement, spatial inertia, all
@@ -26,7 +26,7 @@ LOOPS = ["spherical", "revolute", "prismatic", "cylindrical", "point-on-line", "
 JOINTS = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2,
           "JointModelPX": 3, "JointModelPY": 4, "JointModelPZ": 5, "JointModelFreeFlyer": 6}
 
-SOURCE = r"""// Pinocchio's forward dynamics over a pool of states (mechdyn bench --peers; crosscheck/pinocchio/timing.py).
+SOURCE = r"""// Pinocchio's forward dynamics over a pool of states (crosscheck bench --peers; crosscheck/pinocchio/timing.py).
 // usage: pin_timing MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD
 //   METHOD 0: ABA, local convention; 1: ABA, world convention (the spanning tree only, loops ignored);
 //   2: the closed loops: computeAllTerms, the closure rows J and gamma from frame Jacobians and classical

@@ -7,6 +7,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mechdyn.codegen.stepper import SCHEMES
+from mechdyn.core.sample import states
 from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
 MAX_STEPS = 10**9  # a run longer than this is a typo (dt 1e-300), not a plan: hours of stepping
@@ -119,3 +120,9 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
 def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD: np.ndarray, W: np.ndarray) -> Trajectory:
     """The first rec rows recorded."""
     return Trajectory(np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, W[:rec])
+
+
+def initial_state(dyn: Dynamics, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded starting state: random for a tree, closed and velocity-consistent for a loop model."""
+    s = next(states(dyn.model, 1, seed, tear=0.0))
+    return s.q, s.qd

@@ -33,11 +33,11 @@ class Mutation:
 
 # the gate snippets: each prints a JSON list of [name, value, threshold, passed]
 GATES = {
-    "gen_vs_dense:elbow": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('elbow'), 200)]",
-    "gen_vs_dense:threelink": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('threelink'), 200)]",
-    "gen_vs_dense:fourbar": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('fourbar'), 200)]",
-    "gen_vs_dense:springpend": "from crosscheck.dense.compare import gen_vs_dense; c = [gen_vs_dense(load('springpend'), 200)]",
-    "drift:satellite": "from mechdyn.sim.checks import order_gate, reversibility; d = load('satellite'); "
+    "gen_vs_dense:elbow": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('elbow'), 200)]",
+    "gen_vs_dense:threelink": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('threelink'), 200)]",
+    "gen_vs_dense:fourbar": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('fourbar'), 200)]",
+    "gen_vs_dense:springpend": "from crosscheck.dense_compare import gen_vs_dense; c = [gen_vs_dense(load('springpend'), 200)]",
+    "drift:satellite": "from crosscheck.trajectory import order_gate, reversibility; d = load('satellite'); "
                        "c = [reversibility(d), order_gate(d, 'verlet')]",
 }
 
@@ -84,7 +84,7 @@ def _apply(dest: Path, m: Mutation) -> None:
     text = path.read_text()
     if text.count(m.old) != 1:
         raise RuntimeError(f"selftest mutation '{m.name}' no longer applies: {m.file} must contain its target "
-                           f"exactly once (found {text.count(m.old)}); update mechdyn/selftest.py")
+                           f"exactly once (found {text.count(m.old)}); update crosscheck/selftest.py")
     path.write_text(text.replace(m.old, m.new))
 
 

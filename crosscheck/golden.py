@@ -1,4 +1,4 @@
-"""Golden results and deterministic speed figures per model, written only by `mechdyn golden --update`.
+"""Golden results and deterministic speed figures per model, written only by `crosscheck golden --update`.
 
 `regression/golden/<model>.npz` holds
 
@@ -91,7 +91,7 @@ REQUIRE_TOOLCHAIN = "MECHDYN_REQUIRE_TOOLCHAIN"  # "1": an incomparable instruct
 
 
 def update_command(model: str) -> str:
-    return f"mechdyn golden --update {model}"
+    return f"crosscheck golden --update {model}"
 
 
 def models() -> list[str]:
@@ -311,7 +311,7 @@ def toolchain_text(t: dict[str, str] | None) -> str:
 
 
 # -- counting instructions ------------------------------------------------------
-DRIVER_C = r"""/* Calls fwd_dyn of a compiled mechdyn module over a pool of states, for callgrind (mechdyn/golden.py).
+DRIVER_C = r"""/* Calls fwd_dyn of a compiled mechdyn module over a pool of states, for callgrind (crosscheck/golden.py).
  * usage: driver MODULE.so STATES.bin NPOOL CYCLES; STATES.bin holds NPOOL records of
  * q[nq] qd[nv] tau[nv] fext[6 nbody] act[nact] as native doubles. Prints the calls and a checksum. */
 #include <dlfcn.h>

@@ -1,4 +1,9 @@
-"""Comparisons that `crosscheck dense` runs, each returning a Check."""
+"""Comparisons that `crosscheck dense` runs, each returning a Check: the dense reference (crosscheck.dense)
+against itself and against the generated code.
+
+Outside crosscheck.dense, which must not import the generator (pyproject.toml, [tool.importlinter]): these
+comparisons load the generated code through mechdyn.dynamics.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -7,15 +12,14 @@ import numpy as np
 from tqdm import tqdm
 
 from crosscheck.checks import Check
-from mechdyn.codegen.build import fingerprint
+from crosscheck.dense.elements import tsda_state
+from crosscheck.dense.loops import forward
+from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.loops import closure, rank_deficiency
 from mechdyn.core.model import Model
 from mechdyn.core.sample import State, scaled_error, states
 from mechdyn.dynamics import Dynamics
-
-from .elements import tsda_state
-from .loops import forward
 
 GATE_QDD = 1e-12  # two dense routes in double precision on O(1)-conditioned trees
 GATE_OBSERVE = 1e-12  # kinematics only: no solve, so no conditioning to allow for

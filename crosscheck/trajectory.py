@@ -1,6 +1,8 @@
 """Checks that only a trajectory can make: integration order, reversibility, loop closure drift, the dampers' work.
 
-Each returns a `Check` (crosscheck/checks.py), like every other gate.
+Each returns a `Check` (crosscheck/checks.py), like every other gate. Gates judge the product, so they live in
+the harness; the seeded starting state they run from is the product's (mechdyn.sim.run.initial_state), shared
+with `mechdyn sim --seed`.
 """
 from __future__ import annotations
 
@@ -10,9 +12,8 @@ from crosscheck.checks import Check
 from mechdyn.core.loops import closure
 from mechdyn.core.sample import states
 from mechdyn.dynamics import Dynamics
-
-from .energy import energy_balance, energy_terms
-from .run import Trajectory, simulate
+from mechdyn.sim.energy import energy_balance, energy_terms
+from mechdyn.sim.run import Trajectory, initial_state, simulate
 
 ORDER = {"euler": (2.0, 0.05), "verlet": (4.0, 0.1)}  # expected drift ratio dt → dt/2, and its band
 NOISE = 1e-11  # drift below this fraction of the kinetic-energy scale is round-off, not truncation
@@ -20,12 +21,6 @@ T_ORDER, DT_ORDER = 0.5, 2e-4  # horizon and step of the order gate
 CLOSURE_GATE = 1e-5  # m or rad: a loop held this closed over a run is closed for any engineering purpose
 # relative: the C and NumPy routes sum the same powers in different orders, ~1e-15 apart per step
 DISSIPATION_GATE = 1e-9
-
-
-def initial_state(dyn: Dynamics, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A seeded starting state: random for a tree, closed and velocity-consistent for a loop model."""
-    s = next(states(dyn.model, 1, seed, tear=0.0))
-    return s.q, s.qd
 
 
 def energy_drift(dyn: Dynamics, q0, qd0, scheme: str, dt: float, T: float = T_ORDER) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""`mechdyn report`: the gate history as one self-contained HTML page.
+"""`crosscheck report`: the gate history as one self-contained HTML page.
 
 The history is the SQLite file the regression suite appends to
 (regression/history.py writes it; this module only reads it): a `runs` table

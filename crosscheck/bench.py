@@ -1,0 +1,418 @@
+"""The harness's benchmarks: the generated code beside the dense reference (`crosscheck bench`) and side by side
+with Pinocchio and MuJoCo (`crosscheck bench --peers`).
+
+The generated code's own timing is the product's (mechdyn.bench, `mechdyn bench`); this module adds the
+engines it is judged against, on the same pool of states.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from crosscheck.dense import forward_crba
+from mechdyn.bench import POOL, BenchResult, batch_ns, bench, machine, state_pool
+from mechdyn.codegen.build import cache_dir
+from mechdyn.core.model import Model
+from mechdyn.dynamics import Dynamics
+
+
+# -- beside the dense reference (crosscheck bench) ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class DenseBenchResult:
+    generated: BenchResult  # mechdyn bench's figures
+    dense_ns_per_call: float  # crosscheck.dense.forward_crba on the same pool
+
+    @property
+    def speedup(self) -> float:
+        return self.dense_ns_per_call / self.generated.ns_per_call
+
+    def as_dict(self) -> dict:
+        return self.generated.as_dict() | {"dense_ns_per_call": self.dense_ns_per_call, "speedup": self.speedup}
+
+    def lines(self) -> list[str]:
+        return [*self.generated.lines(),
+                f"bench: dense      {self.dense_ns_per_call:10.1f} ns/call  (numpy 6x6 reference)",
+                f"bench: speedup    {self.speedup:10.1f}x"]
+
+
+def bench_dense(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_calls: int = 200,
+                seed: int = 0) -> DenseBenchResult:
+    """mechdyn.bench.bench, and the dense reference's ns/call on the same state pool."""
+    gen = bench(dyn, repeats, seconds, seed)
+    states, _ = state_pool(dyn, seed)
+    # the dense calls alone take seconds on a large model: name the phase
+    with tqdm(total=1, desc=f"bench {dyn.model.name}: dense reference", unit="pass", leave=False,
+              disable=None) as bar:
+        t0 = time.perf_counter()
+        for k in range(dense_calls):
+            s = states[k % POOL]
+            forward_crba(dyn.model, s.q, s.qd, s.tau, s.fext, s.act)
+        dense = (time.perf_counter() - t0) / dense_calls
+        bar.update()
+    return DenseBenchResult(gen, dense * 1e9)
+
+
+# -- side by side with Pinocchio and MuJoCo (crosscheck bench --peers) ----------------------------------------
+
+GEN_DRIVER = r"""/* fwd_dyn_bench of a compiled mechdyn module over a pool of states, for callgrind (crosscheck/bench.py).
+ * usage: gen_driver MODULE.so POOL.bin NPOOL NCALLS; POOL.bin holds Q, QD, TAU, FEXT, ACT blocks of NPOOL rows.
+ * The module is a cffi extension: its Python entry points bind lazily and are never called here, and its one
+ * data reference into libpython resolves at dlopen against this definition (the driver links with -rdynamic). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+char _Py_NoneStruct[64];
+
+typedef double (*bench_fn)(long, int, const double *, const double *, const double *, const double *,
+                           const double *, double *);
+
+static int geti(void *h, const char *name)
+{
+    const int *p = (const int *)dlsym(h, name);
+    if (!p) { fprintf(stderr, "%s: %s\n", name, dlerror()); exit(3); }
+    return *p;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5) { fprintf(stderr, "usage: %s MODULE.so POOL.bin NPOOL NCALLS\n", argv[0]); return 2; }
+    void *h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
+    bench_fn f = (bench_fn)dlsym(h, "fwd_dyn_bench");
+    if (!f) { fprintf(stderr, "fwd_dyn_bench: %s\n", dlerror()); return 3; }
+    long nq = geti(h, "fwd_dyn_nq"), nv = geti(h, "fwd_dyn_nv"), nb = geti(h, "fwd_dyn_nbody"), na = geti(h, "fwd_dyn_nact");
+    long npool = atol(argv[3]), ncalls = atol(argv[4]), n = npool * (nq + 2 * nv + 6 * nb + na);
+    double *pool = malloc(sizeof(double) * (size_t)(n + 1)), chk = 0.0;
+    FILE *fp = fopen(argv[2], "rb");
+    if (!fp || !pool || fread(pool, sizeof(double), (size_t)n, fp) != (size_t)n) { fprintf(stderr, "short pool\n"); return 4; }
+    fclose(fp);
+    double *q = pool, *qd = q + npool * nq, *tau = qd + npool * nv, *fext = tau + npool * nv, *act = fext + npool * 6 * nb;
+    f(ncalls, (int)npool, q, qd, tau, fext, act, &chk);
+    printf("%.17g\n", chk);
+    return 0;
+}
+"""
+
+
+def _identity(cmd: list[str]) -> str:
+    out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.splitlines()[0] if out.stdout else " ".join(cmd)
+
+
+def compiled_program(tag: str, source: str, suffix: str, cmd: list[str], args: list[str]) -> Path:
+    """A program compiled once from `source` with `cmd` + `args`, cached in the mechdyn cache by all three.
+
+    Concurrent callers (pytest -n auto) compile it once: a lock, a private temporary directory and an
+    atomic rename, as for the generated modules.
+    """
+    key = hashlib.sha256("\0".join([source, _identity(cmd), *cmd, *args]).encode()).hexdigest()[:16]
+    exe = cache_dir() / f"mechdyn_{tag}_{key}"
+    if not exe.exists():
+        with open(cache_dir() / f".{exe.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not exe.exists():
+                with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=f".{tag}.") as tmp:
+                    src, out = Path(tmp) / f"{tag}{suffix}", Path(tmp) / tag
+                    src.write_text(source)
+                    full = [*cmd, str(src), "-o", str(out), *args]
+                    # Pinocchio's driver takes minutes to compile on a busy machine: say so rather than sit silent
+                    with tqdm(total=1, desc=f"compiling the {tag} program (once; then cached)", leave=False,
+                              disable=None, bar_format="{desc}"):
+                        res = subprocess.run(full, capture_output=True, text=True, check=False)
+                    if res.returncode != 0:
+                        raise RuntimeError(f"compiling the {tag} timing program failed:\n$ {shlex.join(full)}\n"
+                                           f"{res.stderr.strip()[-4000:]}")
+                    os.replace(out, exe)
+    return exe
+
+
+def _run_program(cmd: list[str]) -> str:
+    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"$ {shlex.join(str(c) for c in cmd)}\nexit {res.returncode}: {res.stderr.strip()[-2000:]}")
+    return res.stdout
+
+
+def callgrind_instructions(cmd: list[str], function: str, ncalls: int) -> float | None:
+    """Instructions per call inside `function` (inclusive), counted by callgrind; None without valgrind."""
+    vg = shutil.which("valgrind")
+    if vg is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="mechdyn-peers.") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        with tqdm(total=1, desc=f"counting instructions under callgrind: {Path(str(cmd[0])).name}", leave=False,
+                  disable=None, bar_format="{desc}"):
+            _run_program([vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
+                          f"--toggle-collect={function}", *cmd])
+        for line in out.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                total = float(line.split()[1])
+                if total <= 0:
+                    raise RuntimeError(f"callgrind counted nothing in {function}")
+                return total / ncalls
+    raise RuntimeError(f"callgrind wrote no totals for {function}")
+
+
+def no_avx512() -> list[str]:
+    """-mno-avx512f on x86-64 (valgrind cannot decode AVX-512 instructions), nothing elsewhere."""
+    return ["-mno-avx512f"] if platform.machine() in ("x86_64", "AMD64") else []
+
+
+def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str]) -> None:
+    """The timing program's checksum (the sum of output c mod nv of call c) against the same engine's results
+    computed from Python on the pool, so that a timed loop is known to compute what it claims."""
+    n = 2 * POOL
+    c = np.arange(n)
+    terms = qdd[c % POOL, c % qdd.shape[1]]
+    got = float(run(n).split()[1])
+    if abs(got - terms.sum()) > 1e-9 * max(1.0, float(np.abs(terms).sum())):
+        raise RuntimeError(f"{engine}'s timing program on {model.name} computed checksum {got!r} where its "
+                           f"Python bindings give {float(terms.sum())!r}: the timed loop is not computing the model")
+
+
+def _timed(run: Callable[[int, int], float], npool: int, seconds: float, repeats: int) -> float:
+    """Best ns/call: calibrate the loop length on one pass over the pool, then `repeats` loops of ~seconds."""
+    per_call = run(npool, 1) * 1e-9
+    ncalls = max(npool, int(seconds / max(per_call, 1e-9)))
+    return run(ncalls, repeats)
+
+
+@dataclass(frozen=True)
+class PeersResult:
+    model: str
+    nq: int
+    nv: int
+    flops: int
+    ns_per_call: float  # generated
+    pinocchio_ns_per_call: float
+    mujoco_ns_per_call: float
+    instructions: float | None  # per call, callgrind; None without valgrind
+    pinocchio_instructions: float | None
+    mujoco_instructions: float | None
+    pinocchio_convention: str  # the faster of Pinocchio's two ABA conventions, the one reported
+    # loop models: the peers run the spanning tree, so the generated code of the spanning tree (the model with
+    # its loops removed) is timed too, on the same pool: like against like
+    tree_flops: int | None = None
+    tree_ns_per_call: float | None = None
+    tree_instructions: float | None = None
+    batch_ns_per_state: float | None = None  # fwd_dyn_batch on the same pool: throughput, four states per SIMD pass
+    # loop models: Pinocchio with the loops closed too (computeAllTerms, the closure rows, forwardDynamics with
+    # J and gamma): the same output as mechdyn's closed-loop code
+    closed_rows: int | None = None
+    pinocchio_closed_ns_per_call: float | None = None
+    pinocchio_closed_instructions: float | None = None
+
+    @property
+    def loops(self) -> bool:
+        return self.tree_ns_per_call is not None
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / self.ns_per_call
+
+    @property
+    def pinocchio_ratio(self) -> float:
+        return self.pinocchio_ns_per_call / self.ns_per_call
+
+    @property
+    def mujoco_ratio(self) -> float:
+        return self.mujoco_ns_per_call / self.ns_per_call
+
+    def as_dict(self) -> dict:
+        d = asdict(self) | {"gflops": self.gflops, "pinocchio_ratio": self.pinocchio_ratio,
+                            "mujoco_ratio": self.mujoco_ratio,
+                            "pinocchio_instructions_ratio": _ratio(self.pinocchio_instructions, self.instructions),
+                            "mujoco_instructions_ratio": _ratio(self.mujoco_instructions, self.instructions),
+                            "machine": machine()}
+        if self.loops:
+            d |= {"tree_pinocchio_ratio": self.pinocchio_ns_per_call / self.tree_ns_per_call,
+                  "tree_mujoco_ratio": self.mujoco_ns_per_call / self.tree_ns_per_call,
+                  "closed_pinocchio_ratio": self.pinocchio_closed_ns_per_call / self.ns_per_call,
+                  "closed_pinocchio_instructions_ratio": _ratio(self.pinocchio_closed_instructions, self.instructions)}
+        return d
+
+    def lines(self) -> list[str]:
+        ins = lambda x: "n/a (no valgrind)" if x is None else f"{x:,.0f} instructions/call"  # noqa: E731
+        out = [f"bench: {self.model} (nq {self.nq}, nv {self.nv}) on {machine()}, the same {POOL}-state pool for all",
+               f"bench: mechdyn generated  {self.ns_per_call:10.1f} ns/call  {ins(self.instructions)}  "
+               f"{self.flops} flops  {self.gflops:.2f} GFLOP/s"]
+        out.append(f"bench:   batched        {self.batch_ns_per_state:10.1f} ns/state  (fwd_dyn_batch, four states per "
+                   f"SIMD pass; Pinocchio's ABA takes {self.pinocchio_ns_per_call / self.batch_ns_per_state:.1f}x as long)")
+        if self.loops:
+            out.append(f"bench:   spanning tree    {self.tree_ns_per_call:10.1f} ns/call  {ins(self.tree_instructions)}  "
+                       f"{self.tree_flops} flops  (the generated code with the loops removed)")
+        base = self.tree_ns_per_call if self.loops else self.ns_per_call
+        what = "the generated spanning tree's" if self.loops else "the generated"
+        out += [f"bench: Pinocchio ABA      {self.pinocchio_ns_per_call:10.1f} ns/call  "
+                f"{ins(self.pinocchio_instructions)}  ({self.pinocchio_convention} convention)  "
+                f"{self.pinocchio_ns_per_call / base:.1f}x {what} time",
+                f"bench: MuJoCo mj_forward  {self.mujoco_ns_per_call:10.1f} ns/call  {ins(self.mujoco_instructions)}  "
+                f"{self.mujoco_ns_per_call / base:.1f}x {what} time"]
+        if self.loops:
+            out += [f"bench: loop model: Pinocchio's ABA and MuJoCo run the spanning tree (no closures); against the "
+                    f"closed-loop generated code their times are {self.pinocchio_ratio:.1f}x and "
+                    f"{self.mujoco_ratio:.1f}x",
+                    f"bench: Pinocchio, loops closed  {self.pinocchio_closed_ns_per_call:10.1f} ns/call  "
+                    f"{ins(self.pinocchio_closed_instructions)}  (computeAllTerms, {self.closed_rows} closure "
+                    f"row{'s' * (self.closed_rows != 1)}, "
+                    f"forwardDynamics with J and gamma)  {self.pinocchio_closed_ns_per_call / self.ns_per_call:.1f}x "
+                    f"the generated closed-loop time"]
+        return out
+
+    def closed_table_row(self) -> str:
+        """The README's row of a loop model with its loops closed in both engines."""
+        return (f"| {self.model} | {self.nv} | {self.closed_rows} | {self.ns_per_call:.1f} | "
+                f"{self.pinocchio_closed_ns_per_call:.1f} | {self.pinocchio_closed_ns_per_call / self.ns_per_call:.1f} | "
+                f"{_count(self.instructions)} | {_count(self.pinocchio_closed_instructions)} | "
+                f"{_times(_ratio(self.pinocchio_closed_instructions, self.instructions))} |")
+
+    def table_rows(self) -> list[str]:
+        """The README's side-by-side rows: one for a tree; for a loop model, the closed loops and the spanning tree."""
+        def row(label: str, ns: float, ins: float | None, flops: int, batch: float | None) -> str:
+            return (f"| {label} | {self.nv} | {ns:.1f} | {self.pinocchio_ns_per_call:.1f} | "
+                    f"{self.mujoco_ns_per_call:.1f} | {self.pinocchio_ns_per_call / ns:.1f} | "
+                    f"{self.mujoco_ns_per_call / ns:.1f} | {_count(ins)} | {_count(self.pinocchio_instructions)} | "
+                    f"{_count(self.mujoco_instructions)} | {_times(_ratio(self.pinocchio_instructions, ins))} | "
+                    f"{_times(_ratio(self.mujoco_instructions, ins))} | {flops / ns:.2f} | "
+                    + ("n/a | n/a |" if batch is None else f"{batch:.1f} | {self.pinocchio_ns_per_call / batch:.1f} |"))
+
+        if not self.loops:
+            return [row(self.model, self.ns_per_call, self.instructions, self.flops, self.batch_ns_per_state)]
+        return [row(f"{self.model}, loops closed", self.ns_per_call, self.instructions, self.flops,
+                    self.batch_ns_per_state),
+                row(f"{self.model}, spanning tree", self.tree_ns_per_call, self.tree_instructions, self.tree_flops,
+                    None)]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def _count(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def _times(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
+
+
+TABLE_HEADER = ("| model | nv | generated ns | Pinocchio ns | MuJoCo ns | Pinocchio / generated | MuJoCo / generated | "
+                "generated instr | Pinocchio instr | MuJoCo instr | Pinocchio / generated instr | "
+                "MuJoCo / generated instr | generated GFLOP/s | batched ns/state | Pinocchio / batched |\n"
+                + "| --- " * 15 + "|")
+
+
+CLOSED_TABLE_HEADER = ("| model | nv | closure rows | generated ns | Pinocchio ns, loops closed | Pinocchio / generated | "
+                       "generated instr | Pinocchio instr | Pinocchio / generated instr |\n" + "| --- " * 9 + "|")
+
+
+def spanning_tree(model: Model) -> Model:
+    """The model without its loop closures: same bodies, elements and design pose (its own cache entry)."""
+    return dataclasses.replace(model, loops=(), source=f"{model.source}\n# loops removed: the spanning tree\n")
+
+
+def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: int = 0,
+                count: bool = True) -> PeersResult:
+    """mechdyn's generated fwd_dyn, Pinocchio's ABA and MuJoCo's mj_forward on the same exported model and the
+    same pool of 256 states, each timed in a compiled loop (best of `repeats` loops of about `seconds`: short
+    loops, so that the best one ran without being preempted), and their instructions per call counted by
+    callgrind (`count`).
+
+    The pool is `mechdyn.core.sample.states` (random for a tree; closed and consistent for a loop model) mapped
+    into each engine's coordinates. Pinocchio's model is loaded from the URDF export, MuJoCo's from the MJCF
+    export. For a loop model both peers run the spanning tree only (Pinocchio's ABA has no closures; MuJoCo's
+    equality constraints are disabled), which is less work than mechdyn's closed-loop solve, so the generated
+    code of the spanning tree is timed on the same pool too; and Pinocchio is timed with the loops closed as
+    well, by its generic route for constraint Jacobians (the same output as the closed-loop generated code).
+    """
+    from crosscheck import mujoco as cmj
+    from crosscheck import pinocchio as cpin
+    from crosscheck.golden import counting_unavailable, measurement_build
+    from crosscheck.mujoco import timing as mjt
+    from crosscheck.pinocchio import timing as pint
+    from mechdyn.codegen.build import compiler
+    from mechdyn.core.sample import states as sample_states
+
+    model = dyn.model
+    pool_states = list(sample_states(model, POOL, seed, tear=0.0))
+    arrays = [np.array([getattr(s, f) for s in pool_states]) for f in ("q", "qd", "tau", "fext", "act")]
+    arrays[4] = arrays[4].reshape(POOL, dyn.nact)
+
+    def gen_ns(d: Dynamics) -> float:
+        return _timed(lambda n, reps: min(d.time_per_call(*arrays, n)[0] for _ in range(reps)) * 1e9,
+                      POOL, seconds, repeats)
+
+    tree = Dynamics(spanning_tree(model)) if model.loops else None
+    gen = gen_ns(dyn)
+    tree_ns = gen_ns(tree) if tree else None
+    batched = batch_ns(dyn, arrays, seconds, repeats)
+
+    pm = cpin.build(model)
+    mm = cmj.build(model)
+    cc, _ = compiler()
+    cxx = shlex.split(os.environ.get("CXX", "c++"))
+    # one Pinocchio build, timed and counted: valgrind cannot decode AVX-512, and turning it off made no
+    # difference to Pinocchio's ABA beyond noise (elbow 2.64 against 2.71 us, hmmwv 7.46 against 7.45 us)
+    pin_exe = compiled_program("pinocchio_timing", pint.SOURCE, ".cpp", cxx,
+                               [*pint.CXXFLAGS, *no_avx512(), *pint.DEFINES, *pint.include_dirs()])
+    mj_exe = compiled_program("mujoco_timing", mjt.SOURCE, ".c", cc, [*mjt.CFLAGS, *mjt.link_args()])
+    gen_exe = compiled_program("generated_timing", GEN_DRIVER, ".c", cc, ["-O1", "-rdynamic", "-ldl"])
+    with tempfile.TemporaryDirectory(prefix="mechdyn-peers.") as tmp:
+        t = Path(tmp)
+        (t / "pin.txt").write_text(pint.model_text(pm))
+        (t / "pin.bin").write_bytes(pint.pool_bytes(pm, pool_states))
+        (t / "mj.xml").write_text(mm.xml)
+        (t / "mj.bin").write_bytes(mjt.pool_bytes(mm, pool_states))
+        (t / "gen.bin").write_bytes(b"".join(np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in arrays))
+
+        def pin_cmd(ncalls: int, reps: int, method: int) -> list:  # 0, 1: ABA local, world; 2: loops closed
+            return [pin_exe, t / "pin.txt", t / "pin.bin", POOL, ncalls, reps, method]
+
+        def mj_cmd(ncalls: int, reps: int) -> list:
+            return [mj_exe, t / "mj.xml", t / "mj.bin", POOL, ncalls, reps]
+
+        _verify(model, "Pinocchio", pint.expected(pm, pool_states, False), lambda n: _run_program(pin_cmd(n, 1, 0)))
+        if model.loops:
+            _verify(model, "Pinocchio (loops closed)", pint.expected(pm, pool_states, True),
+                    lambda n: _run_program(pin_cmd(n, 1, 2)))
+        _verify(model, "MuJoCo", mjt.expected(mm, pool_states), lambda n: _run_program(mj_cmd(n, 1)))
+        _verify(model, "generated", dyn.forward_batch(*arrays[:4], arrays[4] if dyn.nact else None),
+                lambda n: "0 " + _run_program([gen_exe, dyn.library, t / "gen.bin", POOL, n]))
+        pin_ns = {conv: _timed(lambda n, r: float(_run_program(pin_cmd(n, r, conv)).split()[0]), POOL, seconds, repeats)
+                  for conv in (0, 1)}
+        conv = min(pin_ns, key=pin_ns.get)
+        closed_ns = (_timed(lambda n, r: float(_run_program(pin_cmd(n, r, 2)).split()[0]), POOL, seconds, repeats)
+                     if model.loops else None)
+        mj_ns = _timed(lambda n, r: float(_run_program(mj_cmd(n, r)).split()[0]), POOL, seconds, repeats)
+        ins = [None, None, None, None, None]
+        if count and counting_unavailable() is None:
+            # the generated code is counted on the regression gates' counting build (portable fixed flags, no
+            # AVX-512, which valgrind cannot decode), so these figures match `crosscheck golden`'s
+            n = 2 * POOL
+
+            def gen_count(m: Model) -> float | None:
+                return callgrind_instructions([gen_exe, measurement_build(m).library, t / "gen.bin", POOL, n],
+                                              "fwd_dyn_bench", n)
+
+            ins = [gen_count(model), callgrind_instructions(pin_cmd(n, 1, conv), "peer_loop", n),
+                   callgrind_instructions(mj_cmd(n, 1), "peer_loop", n), gen_count(tree.model) if tree else None,
+                   callgrind_instructions(pin_cmd(n, 1, 2), "peer_loop_closed", n) if model.loops else None]
+    return PeersResult(model.name, dyn.nq, dyn.nv, dyn.flops, gen, pin_ns[conv], mj_ns, *ins[:3],
+                       ("local", "world")[conv], tree.flops if tree else None, tree_ns, ins[3], batched,
+                       model.nc if model.loops else None, closed_ns, ins[4])
