@@ -22,6 +22,7 @@ import pytest
 
 import mechdyn
 import mechdyn.codegen.build as build
+import mechdyn.codegen.cache as compile_cache
 from crosscheck.dense_compare import gen_gate
 from crosscheck.dense.loops import forward as dense_forward
 from mechdyn.codegen.generate import generate
@@ -225,7 +226,7 @@ def _not_an_extension(p: Path, other: Path) -> None:
     src.write_text("int mechdyn_not_an_extension = 1;\n")
     subprocess.run([*build.compiler()[0], "-shared", "-fPIC", str(src), "-o", str(p)], check=True)
     name = p.name.split(".")[0]
-    build.checksum_path(p).write_text(f"{build._sha256(p)} {p.stat().st_size} {name}\n")
+    build.checksum_path(p).write_text(f"{compile_cache.sha256(p)} {p.stat().st_size} {name}\n")
 
 
 DAMAGE = [_truncate, _empty, _garbage, _other_module, _other_module_and_checksum, _no_checksum, _not_an_extension]
@@ -254,7 +255,7 @@ def test_planted_skipped_verification_is_caught(damage_cache, monkeypatch):
     """The damage test can fail: with the check before dlopen turned off, a truncated module kills the loader."""
     (mod,) = damage_cache.glob("_mechdyn_springpend_*.so")
     _truncate(mod, mod)
-    script = "import mechdyn.codegen.build as b; b._defect = lambda dest, name: None\n" + CHILD
+    script = "import mechdyn.codegen.cache as c; c.defect = lambda dest, name: None\n" + CHILD
     res = _child(damage_cache, "springpend", script)
     print(f"unchecked truncated module: exit {res.returncode}")
     assert res.returncode != 0
