@@ -7,12 +7,7 @@ engines it is judged against, on the same pool of states.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
-import hashlib
-import os
-import platform
 import shlex
-import shutil
 import subprocess
 import tempfile
 import time
@@ -23,9 +18,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from crosscheck import callgrind
 from crosscheck.dense import forward_crba
 from mechdyn.bench import POOL, BenchResult, batch_ns, bench, machine, state_pool
-from mechdyn.codegen.build import cache_dir
+from mechdyn.codegen import flags
+from mechdyn.codegen.cache import compiled
 from mechdyn.core.model import Model
 from mechdyn.dynamics import Dynamics
 
@@ -110,38 +107,6 @@ int main(int argc, char **argv)
 """
 
 
-def _identity(cmd: list[str]) -> str:
-    out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, check=False)
-    return out.stdout.splitlines()[0] if out.stdout else " ".join(cmd)
-
-
-def compiled_program(tag: str, source: str, suffix: str, cmd: list[str], args: list[str]) -> Path:
-    """A program compiled once from `source` with `cmd` + `args`, cached in the mechdyn cache by all three.
-
-    Concurrent callers (pytest -n auto) compile it once: a lock, a private temporary directory and an
-    atomic rename, as for the generated modules.
-    """
-    key = hashlib.sha256("\0".join([source, _identity(cmd), *cmd, *args]).encode()).hexdigest()[:16]
-    exe = cache_dir() / f"mechdyn_{tag}_{key}"
-    if not exe.exists():
-        with open(cache_dir() / f".{exe.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not exe.exists():
-                with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=f".{tag}.") as tmp:
-                    src, out = Path(tmp) / f"{tag}{suffix}", Path(tmp) / tag
-                    src.write_text(source)
-                    full = [*cmd, str(src), "-o", str(out), *args]
-                    # Pinocchio's driver takes minutes to compile on a busy machine: say so rather than sit silent
-                    with tqdm(total=1, desc=f"compiling the {tag} program (once; then cached)", leave=False,
-                              disable=None, bar_format="{desc}"):
-                        res = subprocess.run(full, capture_output=True, text=True, check=False)
-                    if res.returncode != 0:
-                        raise RuntimeError(f"compiling the {tag} timing program failed:\n$ {shlex.join(full)}\n"
-                                           f"{res.stderr.strip()[-4000:]}")
-                    os.replace(out, exe)
-    return exe
-
-
 def _run_program(cmd: list[str]) -> str:
     res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=False)
     if res.returncode != 0:
@@ -149,29 +114,9 @@ def _run_program(cmd: list[str]) -> str:
     return res.stdout
 
 
-def callgrind_instructions(cmd: list[str], function: str, ncalls: int) -> float | None:
-    """Instructions per call inside `function` (inclusive), counted by callgrind; None without valgrind."""
-    vg = shutil.which("valgrind")
-    if vg is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="mechdyn-peers.") as tmp:
-        out = Path(tmp) / "callgrind.out"
-        with tqdm(total=1, desc=f"counting instructions under callgrind: {Path(str(cmd[0])).name}", leave=False,
-                  disable=None, bar_format="{desc}"):
-            _run_program([vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--collect-atstart=no",
-                          f"--toggle-collect={function}", *cmd])
-        for line in out.read_text().splitlines():
-            if line.startswith(("summary:", "totals:")):
-                total = float(line.split()[1])
-                if total <= 0:
-                    raise RuntimeError(f"callgrind counted nothing in {function}")
-                return total / ncalls
-    raise RuntimeError(f"callgrind wrote no totals for {function}")
-
-
-def no_avx512() -> list[str]:
-    """-mno-avx512f on x86-64 (valgrind cannot decode AVX-512 instructions), nothing elsewhere."""
-    return ["-mno-avx512f"] if platform.machine() in ("x86_64", "AMD64") else []
+def callgrind_instructions(cmd: list, function: str, ncalls: int) -> float:
+    """Instructions per call inside `function` (inclusive), counted by callgrind from the start of the program."""
+    return callgrind.count(cmd, function).instructions / ncalls
 
 
 def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str]) -> None:
@@ -346,7 +291,6 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
     from crosscheck.golden import counting_unavailable, measurement_build
     from crosscheck.mujoco import timing as mjt
     from crosscheck.pinocchio import timing as pint
-    from mechdyn.codegen.build import compiler
     from mechdyn.core.sample import states as sample_states
 
     model = dyn.model
@@ -365,14 +309,11 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
 
     pm = cpin.build(model)
     mm = cmj.build(model)
-    cc, _ = compiler()
-    cxx = shlex.split(os.environ.get("CXX", "c++"))
-    # one Pinocchio build, timed and counted: valgrind cannot decode AVX-512, and turning it off made no
-    # difference to Pinocchio's ABA beyond noise (elbow 2.64 against 2.71 us, hmmwv 7.46 against 7.45 us)
-    pin_exe = compiled_program("pinocchio_timing", pint.SOURCE, ".cpp", cxx,
-                               [*pint.CXXFLAGS, *no_avx512(), *pint.DEFINES, *pint.include_dirs()])
-    mj_exe = compiled_program("mujoco_timing", mjt.SOURCE, ".c", cc, [*mjt.CFLAGS, *mjt.link_args()])
-    gen_exe = compiled_program("generated_timing", GEN_DRIVER, ".c", cc, ["-O1", "-rdynamic", "-ldl"])
+    # one Pinocchio build, timed and counted (mechdyn.codegen.flags.peer_cxx: without AVX-512)
+    pin_exe = compiled("pinocchio_timing", pint.SOURCE, ".cpp", flags.cxx(),
+                       [*flags.peer_cxx(), *pint.DEFINES, *pint.include_dirs()])
+    mj_exe = compiled("mujoco_timing", mjt.SOURCE, ".c", flags.cc(), [*flags.peer_c(), *mjt.link_args()])
+    gen_exe = compiled("generated_timing", GEN_DRIVER, ".c", flags.cc(), flags.driver())
     with tempfile.TemporaryDirectory(prefix="mechdyn-peers.") as tmp:
         t = Path(tmp)
         (t / "pin.txt").write_text(pint.model_text(pm))

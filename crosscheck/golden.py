@@ -49,27 +49,25 @@ noticed and re-baselined.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from crosscheck import callgrind
 from crosscheck.checks import Check
-from mechdyn.cliutil import InputError
-from mechdyn.codegen.build import _compiler_identity, cache_dir, compiler
+from mechdyn.cliutil import InputError, atomic_write
+from mechdyn.codegen import flags
+from mechdyn.codegen.cache import compiled
 from mechdyn.core.model import Model
 from mechdyn.core.parse import MODELS_DIR, load_model
 from mechdyn.core.sample import scaled_error, states
@@ -81,9 +79,9 @@ OUTPUT_TOL = 1e-12  # scaled error of qdd and observe against the golden
 FLOPS_SLACK = 0.02  # the flop count may grow by 2 % before the gate fails
 INSTRUCTIONS_SLACK = 0.05  # instructions per call may grow by 5 %
 CYCLES = 3  # measured passes over the pool, after one warm-up pass
-# instructions are counted on a build for a fixed target, never -march=native (see the module docstring)
-COUNT_FLAGS_X86_64 = ("-O2", "-march=x86-64-v3", "-mtune=generic", "-fno-math-errno")
-COUNT_FLAGS_OTHER = ("-O2", "-fno-math-errno")  # the compiler's default target: fixed by the compiler alone
+# instructions are counted on a build for a fixed target, never -march=native (see the module docstring);
+# mechdyn.codegen.flags decides the flags of every build
+COUNT_FLAGS_X86_64, COUNT_FLAGS_OTHER = flags.COUNT_FLAGS_X86_64, flags.COUNT_FLAGS_OTHER
 # x86-64-v3's features as /proc/cpuinfo names them (abm: lzcnt); a CPU without them cannot run the counting build
 X86_64_V3_CPU_FLAGS = ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")
 CPUINFO = Path("/proc/cpuinfo")
@@ -145,20 +143,6 @@ def to_bytes(g: Golden, fext_bodies: list[int]) -> bytes:
     return buf.getvalue()
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write data to path so that readers see the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a data file in the repository is world-readable
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def load(model: str, nbody: int) -> Golden | None:
     """The stored golden of `model` (None if there is none), fext expanded to (n, nbody, 6)."""
     path = golden_path(model)
@@ -207,7 +191,9 @@ def update(spec: str) -> Golden:
         raise InputError(f"{why}; the golden records instructions per call")
     model = load_model(spec)
     g, fext_bodies = record(model)
-    write_atomic(golden_path(model.name), to_bytes(g, fext_bodies))
+    path = golden_path(model.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, to_bytes(g, fext_bodies), mode=0o644)  # a data file in the repository is world-readable
     return g
 
 
@@ -226,8 +212,7 @@ class CountingUnavailable(RuntimeError):
     """Instructions cannot be counted on this machine (no valgrind, or the CPU); the message says why."""
 
 
-def valgrind() -> str | None:
-    return shutil.which("valgrind")
+valgrind = callgrind.valgrind
 
 
 @cache
@@ -240,9 +225,9 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 @cache
-def _resolved_options(cc: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
+def _resolved_options(cc: tuple[str, ...], cflags: tuple[str, ...]) -> tuple[str, ...]:
     """The target options the compiler proper receives for these flags (what -march=native would expand to)."""
-    out = _run([*cc, *flags, "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull])
+    out = _run([*cc, *cflags, "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull])
     for line in out.stderr.splitlines():
         toks = [t.strip('"') for t in line.split()]
         if toks and (toks[0].endswith("/cc1") or toks[0] == "cc1" or "-cc1" in toks[:2]):
@@ -260,16 +245,7 @@ def _resolved_options(cc: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str,
     return ()
 
 
-@cache
-def _machine(cc: tuple[str, ...]) -> str:
-    """The compiler's target triple (its --version line does not name it)."""
-    return _run([*cc, "-dumpmachine"]).stdout.strip() or "unknown"
-
-
-def count_flags() -> list[str]:
-    """The flags of the build whose instructions are counted: fixed per target architecture, never the host's."""
-    cc, _ = compiler()
-    return list(COUNT_FLAGS_X86_64 if _machine(tuple(cc)).startswith("x86_64") else COUNT_FLAGS_OTHER)
+count_flags = flags.counting  # the flags of the build whose instructions are counted
 
 
 def counting_unavailable() -> str | None:
@@ -291,14 +267,13 @@ def counting_unavailable() -> str | None:
 
 def toolchain() -> dict[str, str]:
     """Everything an instruction count depends on besides the generated code and its inputs."""
-    cc, _ = compiler()
-    flags = count_flags()
-    opts = _resolved_options(tuple(cc), tuple(flags))
+    cc, counting = tuple(flags.cc()), count_flags()
+    opts = _resolved_options(cc, tuple(counting))
     vg = _valgrind_version(valgrind()) if valgrind() else "none"
     return {
-        "compiler": _compiler_identity(tuple(cc)),
-        "cflags": shlex.join(flags),
-        "target": " ".join([_machine(tuple(cc)), *opts]),
+        "compiler": flags.compiler_identity(cc),
+        "cflags": shlex.join(counting),
+        "target": " ".join([flags.target_machine(cc), *opts]),
         "libc": os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else "unknown",
         "valgrind": vg,
     }
@@ -369,39 +344,13 @@ int main(int argc, char **argv)
 
 
 def driver() -> Path:
-    """The compiled call driver, cached by its source and the compiler."""
-    cc, _ = compiler()
-    key = hashlib.sha256((DRIVER_C + _compiler_identity(tuple(cc))).encode()).hexdigest()[:16]
-    exe = cache_dir() / f"mechdyn_calldriver_{key}"
-    if not exe.exists():
-        with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".calldriver.") as tmp:
-            src = Path(tmp) / "driver.c"
-            src.write_text(DRIVER_C)
-            out = Path(tmp) / "driver"
-            res = _run([*cc, "-O1", "-rdynamic", str(src), "-o", str(out), "-ldl"])
-            if res.returncode != 0:
-                raise RuntimeError(f"compiling the callgrind driver failed:\n{res.stderr.strip()}")
-            os.replace(out, exe)
-    return exe
-
-
-@contextmanager
-def _cflags(flags: list[str]) -> Iterator[None]:
-    old = os.environ.get("MECHDYN_CFLAGS")
-    os.environ["MECHDYN_CFLAGS"] = shlex.join(flags)
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MECHDYN_CFLAGS"]
-        else:
-            os.environ["MECHDYN_CFLAGS"] = old
+    """The compiled call driver, in the compile cache."""
+    return compiled("calldriver", DRIVER_C, ".c", flags.cc(), flags.driver())
 
 
 def measurement_build(model: Model) -> Dynamics:
     """The build whose instructions are counted: the model compiled with count_flags(), not the production flags."""
-    with _cflags(count_flags()):
-        return Dynamics(model)
+    return Dynamics(model, cflags=count_flags())
 
 
 @dataclass(frozen=True)
@@ -416,31 +365,25 @@ def measure(model: Model, g: Golden, cycles: int = CYCLES) -> Measurement:
     why = counting_unavailable()
     if why:
         raise CountingUnavailable(why)
-    vg = valgrind()
     dyn = measurement_build(model)
     n = g.n
     pool = np.concatenate([g.q, g.qd, g.tau, g.fext.reshape(n, -1), g.act], axis=1)
     expected = dyn.forward_batch(g.q, g.qd, g.tau, g.fext, g.act if model.nact else None)
     calls = np.arange(n * (cycles + 1))
     checksum = float(np.sum(expected[calls % n, calls % dyn.nv]))
-    env = {k: v for k, v in os.environ.items() if k != "VALGRIND_OPTS"}
     with tempfile.TemporaryDirectory(prefix="mechdyn-callgrind.") as tmp:
-        data, out = Path(tmp) / "states.bin", Path(tmp) / "callgrind.out"
+        data = Path(tmp) / "states.bin"
         data.write_bytes(np.ascontiguousarray(pool, dtype="=f8").tobytes())
-        cmd = [vg, "--tool=callgrind", f"--callgrind-out-file={out}", "--zero-before=mechdyn_measure_start",
-               "--toggle-collect=fwd_dyn", str(driver()), str(dyn.library), str(data), str(n), str(cycles)]
-        res = _run(cmd, cwd=tmp, env=env, timeout=600)
-        if res.returncode != 0:
-            raise RuntimeError(f"callgrind failed on {model.name} (exit {res.returncode}):\n$ {shlex.join(cmd)}\n"
-                               f"{res.stderr.strip()[-3000:]}")
-        ncalls, got = res.stdout.split()
-        totals = [ln for ln in out.read_text().splitlines() if ln.startswith("totals:")]
+        try:
+            counted = callgrind.count([driver(), dyn.library, data, n, cycles], "fwd_dyn",
+                                      zero_before="mechdyn_measure_start")
+        except RuntimeError as e:
+            raise RuntimeError(f"{model.name}: {e}") from None
+        ncalls, got = counted.stdout.split()
     if int(ncalls) != n * (cycles + 1) or abs(float(got) - checksum) > 1e-9 * max(1.0, abs(checksum)):
         raise RuntimeError(f"the callgrind driver computed checksum {got} over {ncalls} calls; "
                            f"Python computed {checksum!r} over {n * (cycles + 1)}: it is not calling fwd_dyn right")
-    if not totals or int(totals[0].split()[1]) == 0:
-        raise RuntimeError(f"callgrind counted no instructions in fwd_dyn for {model.name}")
-    return Measurement(int(totals[0].split()[1]) / (n * cycles), n * cycles, toolchain())
+    return Measurement(counted.instructions / (n * cycles), n * cycles, toolchain())
 
 
 # -- the gates -------------------------------------------------------------------

@@ -168,23 +168,27 @@ def output_dir(text: str) -> str:
     return text
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write text to path so that readers see the old file or the whole new one, never a part.
+def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Write data (text or bytes) to path so that readers see the old file or the whole new one, never a part.
 
     A symlink's target is replaced, not the link; a device or pipe (/dev/null, /dev/stdout) is written
-    into, since replacing it would put a regular file in its place."""
+    into, since replacing it would put a regular file in its place. The new file gets `mode`, by default
+    0666 less the umask (mkstemp's 0600 would hide a report from everyone else)."""
+    binary = isinstance(data, bytes)
     if path.exists() and not path.is_file():
-        with open(path, "w") as f:
-            f.write(text)
+        with open(path, "wb" if binary else "w") as f:
+            f.write(data)
         return
     path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide a report from everyone else
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            f.write(data)
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -76,10 +77,11 @@ def integer(name: str, x, least: int, most: int = _C_LONG_MAX) -> int:
 class Dynamics:
     """A model with its generated, compiled forward dynamics."""
 
-    def __init__(self, model: Model, progress: bool = False) -> None:
-        """With `progress`, a model not yet in the compile cache shows its build stages on a terminal's stderr."""
+    def __init__(self, model: Model, progress: bool = False, cflags: Sequence[str] | None = None) -> None:
+        """With `progress`, a model not yet in the compile cache shows its build stages on a terminal's stderr.
+        `cflags`: the compiler flags of the build (default: the production ones, mechdyn.codegen.flags)."""
         self.model = model
-        module, self.library = build(model, progress)
+        module, self.library = build(model, progress, cflags)
         self._ffi, self._lib = module.ffi, module.lib
         lib = self._lib
         self.nq, self.nv, self.nact = lib.fwd_dyn_nq, lib.fwd_dyn_nv, lib.fwd_dyn_nact

@@ -22,6 +22,8 @@ import pytest
 
 import mechdyn
 import mechdyn.codegen.build as build
+import mechdyn.codegen.cache as compile_cache
+import mechdyn.codegen.flags as flags
 from crosscheck.dense_compare import gen_gate
 from crosscheck.dense.loops import forward as dense_forward
 from mechdyn.codegen.generate import generate
@@ -225,7 +227,7 @@ def _not_an_extension(p: Path, other: Path) -> None:
     src.write_text("int mechdyn_not_an_extension = 1;\n")
     subprocess.run([*build.compiler()[0], "-shared", "-fPIC", str(src), "-o", str(p)], check=True)
     name = p.name.split(".")[0]
-    build.checksum_path(p).write_text(f"{build._sha256(p)} {p.stat().st_size} {name}\n")
+    build.checksum_path(p).write_text(f"{compile_cache.sha256(p)} {p.stat().st_size} {name}\n")
 
 
 DAMAGE = [_truncate, _empty, _garbage, _other_module, _other_module_and_checksum, _no_checksum, _not_an_extension]
@@ -254,7 +256,7 @@ def test_planted_skipped_verification_is_caught(damage_cache, monkeypatch):
     """The damage test can fail: with the check before dlopen turned off, a truncated module kills the loader."""
     (mod,) = damage_cache.glob("_mechdyn_springpend_*.so")
     _truncate(mod, mod)
-    script = "import mechdyn.codegen.build as b; b._defect = lambda dest, name: None\n" + CHILD
+    script = "import mechdyn.codegen.cache as c; c.defect = lambda dest, name: None\n" + CHILD
     res = _child(damage_cache, "springpend", script)
     print(f"unchecked truncated module: exit {res.returncode}")
     assert res.returncode != 0
@@ -292,6 +294,40 @@ def test_killed_builds_leave_nothing_behind(fresh_cache):
     assert _load_ok(fresh_cache, "elbow") == []
     assert not tmp.exists() and not busy.exists()
     assert not [p for p in fresh_cache.glob(".*") if not p.name.endswith(".lock")]
+
+
+# -- one cache for every C build -------------------------------------------------
+HELLO = '#include <stdio.h>\nint main(void) { puts("hello from the cache"); return 0; }\n'
+
+
+def test_programs_share_the_cache_and_its_verification(fresh_cache, capsys):
+    """A program (the call driver, the peers' timing programs) is compiled once into the same cache as the modules,
+    published with its checksum file, and rebuilt with one warning line when it no longer matches it."""
+    exe = compile_cache.compiled("hello", HELLO, ".c", flags.cc(), ["-O1"])
+    run = lambda: subprocess.run([exe], capture_output=True, text=True, check=True).stdout  # noqa: E731
+    assert run() == "hello from the cache\n" and compile_cache.defect(exe, exe.name) is None
+    built = exe.stat().st_mtime_ns
+    assert compile_cache.compiled("hello", HELLO, ".c", flags.cc(), ["-O1"]) == exe and exe.stat().st_mtime_ns == built
+    assert compile_cache.compiled("hello", HELLO, ".c", flags.cc(), ["-O2"]) != exe  # the flags are in the key
+    capsys.readouterr()
+    _truncate(exe, exe)
+    assert compile_cache.compiled("hello", HELLO, ".c", flags.cc(), ["-O1"]) == exe
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 1 and warned[0].startswith(f"mechdyn: cached program {exe} is ") and run()
+    with pytest.raises(build.BuildError, match="compiling the broken program failed"):
+        compile_cache.compiled("broken", "int main(void) { return }\n", ".c", flags.cc(), [])
+    assert not [p for p in fresh_cache.glob(".*") if not p.name.endswith(".lock")]  # no temporary left
+
+
+def test_flags_are_an_argument_not_the_environment(fresh_cache, monkeypatch):
+    """The counting build passes its flags to the build: its own module, and $MECHDYN_CFLAGS never touched."""
+    monkeypatch.delenv("MECHDYN_CFLAGS", raising=False)
+    model = load_model("springpend")
+    counted = mechdyn.Dynamics(model, cflags=flags.counting())
+    production = mechdyn.Dynamics(model)
+    assert "MECHDYN_CFLAGS" not in os.environ
+    assert counted.library == build.module_path(model, flags.counting()) != production.library
+    assert production.library == build.module_path(model) and flags.production() == flags.DEFAULT_CFLAGS.split()
 
 
 # -- progress of a cold build ------------------------------------------------------

@@ -7,6 +7,7 @@ import io
 import os
 import re
 import sqlite3
+import stat
 import subprocess
 import sys
 import warnings
@@ -395,7 +396,6 @@ def test_a_bug_keeps_its_traceback():
 def test_output_paths_keep_links_and_devices(tmp_path):
     """A symlinked output replaces its target and keeps the link; a pipe or device is written into, never swapped
     for a regular file (as root, `--trace /dev/null` used to replace /dev/null itself)."""
-    import stat
     import threading
 
     from mechdyn.cliutil import atomic_write, output_file
@@ -416,6 +416,17 @@ def test_output_paths_keep_links_and_devices(tmp_path):
     atomic_write(fifo, "through the pipe")
     reader.join(timeout=10)
     assert got == ["through the pipe"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_atomic_write_takes_bytes_and_a_mode(tmp_path):
+    """The one atomic writer serves the goldens too: bytes, a fixed mode, no temporary left behind."""
+    from mechdyn.cliutil import atomic_write
+
+    path = tmp_path / "g.npz"
+    atomic_write(path, b"\x00\x01 golden", mode=0o644)
+    assert path.read_bytes() == b"\x00\x01 golden" and stat.S_IMODE(path.stat().st_mode) == 0o644
+    atomic_write(path, "text again")
+    assert path.read_text() == "text again" and [p.name for p in tmp_path.iterdir()] == ["g.npz"]
 
 
 def test_bench_sim_that_diverges_is_one_line_and_exit_1():

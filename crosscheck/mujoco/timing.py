@@ -76,8 +76,6 @@ int main(int argc, char **argv)
 }
 """
 
-CFLAGS = ["-O2"]
-
 
 def library() -> tuple[Path, Path]:
     """The mujoco wheel's include directory and libmujoco shared library."""

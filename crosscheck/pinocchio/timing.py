@@ -276,7 +276,6 @@ int main(int argc, char **argv) {
 
 DEFINES = ["-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
            "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12"]
-CXXFLAGS = ["-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-DNDEBUG"]
 
 
 def include_dirs() -> list[str]:

@@ -1,33 +1,27 @@
-"""Compile generated C into a Python extension with cffi, through a content-addressed, verified cache.
+"""Compile generated C into a Python extension with cffi, through the content-addressed, verified compile cache.
 
 The cache key covers the model's content (every field of every nested
 dataclass, numbers by their exact bits; only provenance fields that never reach
 the generated C are left out), the generator (its version and the source of the
 codegen and core modules), cffi's version, and the compiler with its flags, so
 two models that differ in anything the C sees compile to different modules and
-equal ones share one. Builds happen in a private temporary directory and are
-published with an atomic rename, together with a checksum file beside the
-module; a load checks the module against it before dlopen (a truncated module
-would die with SIGBUS) and rebuilds, with one warning line, a module that does
-not match. A per-module lock makes concurrent builders of the same model
-(pytest -n auto) compile it once, and lets a builder remove temporary
-directories that killed builders left behind.
+equal ones share one. The cache itself (mechdyn.codegen.cache) builds in a
+private temporary directory under a per-module lock and publishes with an
+atomic rename, together with a checksum file beside the module; a load checks
+the module against it before dlopen (a truncated module would die with SIGBUS)
+and rebuilds, with one warning line, a module that does not match or that
+fails to import. The flags are the production ones (mechdyn.codegen.flags)
+unless the caller passes others, as the instruction-counting build does.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.machinery
 import importlib.util
-import os
 import shlex
-import shutil
 import subprocess
-import sys
 import sysconfig
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -38,33 +32,10 @@ from tqdm import tqdm
 from mechdyn.core.fingerprint import PROVENANCE_FIELDS, fingerprint  # noqa: F401  (PROVENANCE_FIELDS: re-exported)
 from mechdyn.core.model import Model
 
+from . import cache as _cache
+from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-exported: the build's public names)
+from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
 from .generate import CDEF, GENERATOR_VERSION, Generated, generate
-
-# -march=native includes AVX-512 where the CPU has it (docs/performance.md has what it buys); the instruction
-# gate counts a build of its own with fixed portable flags instead (crosscheck/golden.py count_flags)
-DEFAULT_CFLAGS = "-O2 -march=native -fno-math-errno"
-
-class BuildError(RuntimeError):
-    """The C compiler rejected generated code; the message carries its output."""
-
-
-def cache_dir() -> Path:
-    """$MECHDYN_CACHE, else $XDG_CACHE_HOME/mechdyn, else ~/.cache/mechdyn."""
-    root = os.environ.get("MECHDYN_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mechdyn"
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def compiler() -> tuple[list[str], list[str]]:
-    """The compiler command ($CC, default cc) and flags ($MECHDYN_CFLAGS)."""
-    return shlex.split(os.environ.get("CC", "cc")), shlex.split(os.environ.get("MECHDYN_CFLAGS", DEFAULT_CFLAGS))
-
-
-@cache
-def _compiler_identity(cc: tuple[str, ...]) -> str:
-    out = subprocess.run([*cc, "--version"], capture_output=True, text=True, check=False)
-    return out.stdout.splitlines()[0] if out.stdout else " ".join(cc)
 
 
 @cache
@@ -78,137 +49,72 @@ def _generator_fingerprint() -> str:
     return h.hexdigest()
 
 
-def cache_key(model: Model) -> str:
-    cc, flags = compiler()
+def _flags(cflags: Sequence[str] | None) -> list[str]:
+    return compiler()[1] if cflags is None else list(cflags)
+
+
+def cache_key(model: Model, cflags: Sequence[str] | None = None) -> str:
+    """The content address of `model` compiled with `cflags` (default: the production flags)."""
+    cc, flags = compiler()[0], _flags(cflags)
     h = hashlib.sha256()
-    for part in (fingerprint(model), _generator_fingerprint(), cffi.__version__, _compiler_identity(tuple(cc)),
+    for part in (fingerprint(model), _generator_fingerprint(), cffi.__version__, compiler_identity(tuple(cc)),
                  " ".join(flags)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:20]
 
 
-def module_name(model: Model) -> str:
+def module_name(model: Model, cflags: Sequence[str] | None = None) -> str:
     safe = "".join(ch if ch.isalnum() else "_" for ch in model.name)
-    return f"_mechdyn_{safe}_{cache_key(model)}"
+    return f"_mechdyn_{safe}_{cache_key(model, cflags)}"
 
 
-def module_path(model: Model) -> Path:
+def module_path(model: Model, cflags: Sequence[str] | None = None) -> Path:
     """Where `model`'s compiled module is (or would be) in the cache."""
-    return _module_file(module_name(model))
+    return _module_file(module_name(model, cflags))
 
 
 def _module_file(name: str) -> Path:
     return cache_dir() / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
-def checksum_path(dest: Path) -> Path:
-    """The file beside a published module that records its size and sha256."""
-    return dest.with_name(dest.name + ".sha256")
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def _defect(dest: Path, name: str) -> str | None:
-    """Why the module at dest cannot be loaded as `name` (it is absent, or does not match its checksum file), or
-    None when it is the file that was published. Checked before dlopen: a truncated module dies with SIGBUS."""
-    try:
-        size = dest.stat().st_size
-    except FileNotFoundError:
-        return "absent"
-    try:
-        digest, recorded_size, recorded_name = checksum_path(dest).read_text().split()
-        recorded = int(recorded_size)
-    except FileNotFoundError:
-        return "has no checksum file"
-    except ValueError:
-        return "has an unreadable checksum file"
-    if recorded_name != name:
-        return f"has the checksum file of another module ({recorded_name})"
-    if size != recorded:
-        return f"is {size} bytes where {recorded} were published"
-    if _sha256(dest) != digest:
-        return "does not match the sha256 recorded when it was published"
-    return None
-
-
-@contextmanager
-def _module_lock(name: str) -> Iterator[None]:
-    """The module's build lock: one builder compiles; the others wait, then find its module."""
-    with open(cache_dir() / f".{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def _remove_leftovers(name: str) -> None:
-    """Delete temporary build directories that killed builders left in the cache. Called with `name`'s lock held,
-    so `name`'s own are dead; another module's are removed only when its lock is free (no live builder)."""
-    for tmp in cache_dir().glob("._mechdyn_*.*"):
-        if not tmp.is_dir():  # a lock file
-            continue
-        owner = tmp.name[1:].split(".")[0]  # the module name: tempfile's prefix is f".{name}."
-        if owner == name:
-            shutil.rmtree(tmp, ignore_errors=True)
-            continue
-        with open(cache_dir() / f".{owner}.lock", "w") as lock:
+def _compile(gen: Generated, name: str, tmp: Path, filename: str, flags: list[str], bar: tqdm) -> Path:
+    """Emit the cffi wrapper around the generated code and compile it into tmp/filename."""
+    cc = compiler()[0]
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    ffi.set_source(name, gen.source, compiler_verbose=False)
+    csrc = tmp / f"{name}.c"
+    ffi.emit_c_code(str(csrc))
+    out = tmp / filename
+    cmd = [*cc, *flags, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}", str(csrc), "-o", str(out), "-lm"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while True:
             try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # being built right now
-            shutil.rmtree(tmp, ignore_errors=True)
+                _, err = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                bar.refresh()  # the elapsed time keeps counting through a long compile
+    if proc.returncode != 0:
+        raise BuildError(f"compiling model '{gen.model.name}' failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
+    return out
 
 
-def _compile(gen: Generated, name: str, dest: Path, bar: tqdm) -> None:
-    """Emit the cffi wrapper around the generated code, compile it, and publish it atomically at dest together
-    with its checksum file."""
-    cc, flags = compiler()
-    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{name}.") as tmp:
-        ffi = cffi.FFI()
-        ffi.cdef(CDEF)
-        ffi.set_source(name, gen.source, compiler_verbose=False)
-        csrc = Path(tmp) / f"{name}.c"
-        ffi.emit_c_code(str(csrc))
-        out = Path(tmp) / dest.name
-        cmd = [*cc, *flags, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}", str(csrc), "-o", str(out), "-lm"]
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-            while True:
-                try:
-                    _, err = proc.communicate(timeout=0.5)
-                    break
-                except subprocess.TimeoutExpired:
-                    bar.refresh()  # the elapsed time keeps counting through a long compile
-        if proc.returncode != 0:
-            raise BuildError(f"compiling model '{gen.model.name}' failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
-        sums = Path(tmp) / "sha256"
-        sums.write_text(f"{_sha256(out)} {out.stat().st_size} {name}\n")
-        # atomic publish: readers see the old files, none, or the whole new ones; one that catches the pair
-        # between the two renames finds a mismatch and waits on the lock, which this builder holds
-        os.replace(sums, checksum_path(dest))
-        os.replace(out, dest)
-
-
-def _rebuild(model: Model, name: str, dest: Path, progress: bool, failed: str | None = None) -> None:
-    """Compile `model` into dest under its lock unless, once the lock is held, a valid module is there (and
-    importing it has not `failed`); a module that is there but defective gets one warning line on stderr."""
-    with _module_lock(name):
-        _remove_leftovers(name)
-        defect = f"cannot be imported ({failed})" if failed else _defect(dest, name)
-        if defect is None:
-            return
-        if defect != "absent":
-            print(f"mechdyn: cached module {dest} {defect}; rebuilding it", file=sys.stderr)
+def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bool, failed: str | None = None) -> None:
+    """Compile `model` into the cache at dest unless, once its lock is held, a valid module is there (and
+    importing it has not `failed`)."""
+    def make(tmp: Path) -> Path:
         # the stage and its elapsed time only: the two stages' lengths differ from model to model, so no ETA
         with tqdm(total=2, desc=f"{model.name}: generating C", bar_format="{desc} ({elapsed})", leave=False,
                   disable=None if progress else True) as bar:
             gen = generate(model)
             bar.update(1)
             bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
-            _compile(gen, name, dest, bar)
+            out = _compile(gen, name, tmp, dest.name, flags, bar)
             bar.update(1)
+        return out
 
+    _cache.publish(name, dest, make, failed)
 
 def _import(name: str, path: str) -> ModuleType:
     loader = importlib.machinery.ExtensionFileLoader(name, path)
@@ -218,18 +124,20 @@ def _import(name: str, path: str) -> ModuleType:
     return module
 
 
-def build(model: Model, progress: bool = False) -> tuple[ModuleType, Path]:
+def build(model: Model, progress: bool = False, cflags: Sequence[str] | None = None) -> tuple[ModuleType, Path]:
     """The compiled extension module for `model`, from the cache when it is there and intact; and its path.
-    With `progress`, a cold build shows its stages on a terminal's stderr."""
-    name = module_name(model)
+    With `progress`, a cold build shows its stages on a terminal's stderr. `cflags`: the compiler flags (default:
+    the production ones, mechdyn.codegen.flags.production)."""
+    flags = _flags(cflags)
+    name = module_name(model, flags)
     dest = _module_file(name)
-    if _defect(dest, name) is not None:
-        _rebuild(model, name, dest, progress)
+    if _cache.defect(dest, name) is not None:
+        _rebuild(model, name, dest, flags, progress)
     try:
         return _import(name, str(dest)), dest
     except ImportError as e:
         failed = str(e)
-    _rebuild(model, name, dest, progress, failed)
+    _rebuild(model, name, dest, flags, progress, failed)
     # dlopen matches an already-opened library by its path string before looking at the file, so the rebuilt
     # module is opened through a path spelled differently ("/./") to reach the new file
     return _import(name, f"{dest.parent}/./{dest.name}"), dest
