@@ -38,7 +38,8 @@ from tqdm import tqdm
 from mechdyn.core.fingerprint import PROVENANCE_FIELDS, fingerprint  # noqa: F401  (PROVENANCE_FIELDS: re-exported)
 from mechdyn.core.model import Model
 
-from .generate import CDEF, GENERATOR_VERSION, Generated, generate
+from .capi import CDEF
+from .generate import GENERATOR_VERSION, generate
 
 # -march=native includes AVX-512 where the CPU has it (docs/performance.md has what it buys); the instruction
 # gate counts a build of its own with fixed portable flags instead (crosscheck/golden.py count_flags)
@@ -161,14 +162,14 @@ def _remove_leftovers(name: str) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _compile(gen: Generated, name: str, dest: Path, bar: tqdm) -> None:
-    """Emit the cffi wrapper around the generated code, compile it, and publish it atomically at dest together
-    with its checksum file."""
+def _compile(what: str, source: str, name: str, dest: Path, bar: tqdm, cdef: str = CDEF) -> None:
+    """Emit the cffi wrapper (declared by `cdef`) around the C `source` (`what` it is, for an error), compile it,
+    and publish it atomically at dest together with its checksum file."""
     cc, flags = compiler()
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{name}.") as tmp:
         ffi = cffi.FFI()
-        ffi.cdef(CDEF)
-        ffi.set_source(name, gen.source, compiler_verbose=False)
+        ffi.cdef(cdef)
+        ffi.set_source(name, source, compiler_verbose=False)
         csrc = Path(tmp) / f"{name}.c"
         ffi.emit_c_code(str(csrc))
         out = Path(tmp) / dest.name
@@ -181,7 +182,7 @@ def _compile(gen: Generated, name: str, dest: Path, bar: tqdm) -> None:
                 except subprocess.TimeoutExpired:
                     bar.refresh()  # the elapsed time keeps counting through a long compile
         if proc.returncode != 0:
-            raise BuildError(f"compiling model '{gen.model.name}' failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
+            raise BuildError(f"compiling {what} failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
         sums = Path(tmp) / "sha256"
         sums.write_text(f"{_sha256(out)} {out.stat().st_size} {name}\n")
         # atomic publish: readers see the old files, none, or the whole new ones; one that catches the pair
@@ -206,7 +207,7 @@ def _rebuild(model: Model, name: str, dest: Path, progress: bool, failed: str | 
             gen = generate(model)
             bar.update(1)
             bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
-            _compile(gen, name, dest, bar)
+            _compile(f"model '{model.name}'", gen.source, name, dest, bar)
             bar.update(1)
 
 
@@ -233,3 +234,23 @@ def build(model: Model, progress: bool = False) -> tuple[ModuleType, Path]:
     # dlopen matches an already-opened library by its path string before looking at the file, so the rebuilt
     # module is opened through a path spelled differently ("/./") to reach the new file
     return _import(name, f"{dest.parent}/./{dest.name}"), dest
+
+
+def build_source(tag: str, cdef: str, source: str) -> ModuleType:
+    """A cffi extension compiled from C `source` that is not a model's (the benchmark's timing loops,
+    mechdyn/bench.py), declared by `cdef`, through the same cache, lock and publish as the models' modules; keyed
+    by the text, cffi and the compiler with its flags."""
+    cc, flags = compiler()
+    h = hashlib.sha256()
+    for part in (tag, cdef, source, cffi.__version__, _compiler_identity(tuple(cc)), " ".join(flags)):
+        h.update(part.encode())
+        h.update(b"\0")
+    name = f"_mechdyn_{tag}_{h.hexdigest()[:20]}"
+    dest = _module_file(name)
+    if _defect(dest, name) is not None:
+        with _module_lock(name):
+            _remove_leftovers(name)
+            if _defect(dest, name) is not None:
+                with tqdm(disable=True) as bar:
+                    _compile(f"the {tag} module", source, name, dest, bar, cdef)
+    return _import(name, str(dest))
