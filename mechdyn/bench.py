@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,20 +26,21 @@ import numpy as np
 from tqdm import tqdm
 
 from mechdyn.codegen.build import build_source
+from mechdyn.codegen.capi import FUNCTION
 from mechdyn.core.sample import State, random_state
 from mechdyn.dynamics import Dynamics, integer
 
 POOL = 256
 
 # the timing loops, also compiled into crosscheck's callgrind driver (crosscheck/bench.py GEN_DRIVER)
-TIMING_C = r"""
-#include <time.h>
+def _pointer_type(name: str, function: str) -> str:
+    """A typedef of a pointer to the generated `function`, from the API table (codegen/capi.py)."""
+    f = FUNCTION[function]
+    return f"typedef {f.returns} (*{name})({', '.join(f.params)});\n"
 
-typedef void (*md_fwd_dyn_fn)(const double *, const double *, const double *, const double *, const double *,
-                              double *);
-typedef void (*md_fwd_dyn_batch_fn)(int, const double *, const double *, const double *, const double *,
-                                    const double *, double *);
 
+TIMING_C = "\n#include <time.h>\n\n" + _pointer_type("md_fwd_dyn_fn", "fwd_dyn") + _pointer_type(
+    "md_fwd_dyn_batch_fn", "fwd_dyn_batch") + r"""
 /* Seconds per call of f (a model's fwd_dyn) over `ncalls` calls cycling through a pool of npool states, rows of
  * nq, nv, nv, nf and na doubles; out has nv. The running checksum (output c mod nv of call c) goes to *checksum
  * so the calls cannot be optimized away. */
@@ -77,17 +79,8 @@ double md_time_batch(md_fwd_dyn_batch_fn f, int nv, long nrounds, int npool, con
 }
 """
 
-TIMING_CDEF = """
-typedef void (*md_fwd_dyn_fn)(const double *, const double *, const double *, const double *, const double *,
-                              double *);
-typedef void (*md_fwd_dyn_batch_fn)(int, const double *, const double *, const double *, const double *,
-                                    const double *, double *);
-double md_time_calls(md_fwd_dyn_fn f, int nq, int nv, int nf, int na, long ncalls, int npool, const double *q,
-                     const double *qd, const double *tau, const double *fext, const double *act, double *out,
-                     double *checksum);
-double md_time_batch(md_fwd_dyn_batch_fn f, int nv, long nrounds, int npool, const double *q, const double *qd,
-                     const double *tau, const double *fext, const double *act, double *out, double *checksum);
-"""
+# cffi's declarations, read from TIMING_C itself (its typedefs and function headers): the loops declared once
+TIMING_CDEF = "".join(m[1] + ";\n" for m in re.finditer(r"^((?:typedef|double) [^;{]*?)\s*(?:;|\n\{)", TIMING_C, re.M))
 
 
 @cache
