@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from crosscheck import callgrind
 from crosscheck.dense import forward_crba
-from mechdyn.bench import POOL, BenchResult, batch_ns, bench, machine, state_pool
+from mechdyn.bench import POOL, TIMING_C, BenchResult, batch_ns, bench, machine, state_pool, time_per_call
 from mechdyn.codegen import flags
 from mechdyn.codegen.cache import compiled
 from mechdyn.core.model import Model
@@ -66,7 +66,8 @@ def bench_dense(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_cal
 
 # -- side by side with Pinocchio and MuJoCo (crosscheck bench --peers) ----------------------------------------
 
-GEN_DRIVER = r"""/* fwd_dyn_bench of a compiled mechdyn module over a pool of states, for callgrind (crosscheck/bench.py).
+GEN_DRIVER = r"""/* mechdyn's timing loop (mechdyn/bench.py TIMING_C) over a compiled mechdyn module's fwd_dyn and a pool of
+ * states, for callgrind (crosscheck/bench.py).
  * usage: gen_driver MODULE.so POOL.bin NPOOL NCALLS; POOL.bin holds Q, QD, TAU, FEXT, ACT blocks of NPOOL rows.
  * The module is a cffi extension: its Python entry points bind lazily and are never called here, and its one
  * data reference into libpython resolves at dlopen against this definition (the driver links with -rdynamic). */
@@ -75,10 +76,7 @@ GEN_DRIVER = r"""/* fwd_dyn_bench of a compiled mechdyn module over a pool of st
 #include <stdlib.h>
 
 char _Py_NoneStruct[64];
-
-typedef double (*bench_fn)(long, int, const double *, const double *, const double *, const double *,
-                           const double *, double *);
-
+""" + TIMING_C + r"""
 static int geti(void *h, const char *name)
 {
     const int *p = (const int *)dlsym(h, name);
@@ -91,16 +89,16 @@ int main(int argc, char **argv)
     if (argc != 5) { fprintf(stderr, "usage: %s MODULE.so POOL.bin NPOOL NCALLS\n", argv[0]); return 2; }
     void *h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
     if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
-    bench_fn f = (bench_fn)dlsym(h, "fwd_dyn_bench");
-    if (!f) { fprintf(stderr, "fwd_dyn_bench: %s\n", dlerror()); return 3; }
+    md_fwd_dyn_fn f = (md_fwd_dyn_fn)dlsym(h, "fwd_dyn");
+    if (!f) { fprintf(stderr, "fwd_dyn: %s\n", dlerror()); return 3; }
     long nq = geti(h, "fwd_dyn_nq"), nv = geti(h, "fwd_dyn_nv"), nb = geti(h, "fwd_dyn_nbody"), na = geti(h, "fwd_dyn_nact");
     long npool = atol(argv[3]), ncalls = atol(argv[4]), n = npool * (nq + 2 * nv + 6 * nb + na);
-    double *pool = malloc(sizeof(double) * (size_t)(n + 1)), chk = 0.0;
+    double *pool = malloc(sizeof(double) * (size_t)(n + 1)), *out = malloc(sizeof(double) * (size_t)nv), chk = 0.0;
     FILE *fp = fopen(argv[2], "rb");
-    if (!fp || !pool || fread(pool, sizeof(double), (size_t)n, fp) != (size_t)n) { fprintf(stderr, "short pool\n"); return 4; }
+    if (!fp || !pool || !out || fread(pool, sizeof(double), (size_t)n, fp) != (size_t)n) { fprintf(stderr, "short pool\n"); return 4; }
     fclose(fp);
     double *q = pool, *qd = q + npool * nq, *tau = qd + npool * nv, *fext = tau + npool * nv, *act = fext + npool * 6 * nb;
-    f(ncalls, (int)npool, q, qd, tau, fext, act, &chk);
+    md_time_calls(f, (int)nq, (int)nv, (int)(6 * nb), (int)na, ncalls, (int)npool, q, qd, tau, fext, act, out, &chk);
     printf("%.17g\n", chk);
     return 0;
 }
@@ -299,7 +297,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
     arrays[4] = arrays[4].reshape(POOL, dyn.nact)
 
     def gen_ns(d: Dynamics) -> float:
-        return _timed(lambda n, reps: min(d.time_per_call(*arrays, n)[0] for _ in range(reps)) * 1e9,
+        return _timed(lambda n, reps: min(time_per_call(d, *arrays, n)[0] for _ in range(reps)) * 1e9,
                       POOL, seconds, repeats)
 
     tree = Dynamics(spanning_tree(model)) if model.loops else None
@@ -349,7 +347,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
 
             def gen_count(m: Model) -> float | None:
                 return callgrind_instructions([gen_exe, measurement_build(m).library, t / "gen.bin", POOL, n],
-                                              "fwd_dyn_bench", n)
+                                              "md_time_calls", n)
 
             ins = [gen_count(model), callgrind_instructions(pin_cmd(n, 1, conv), "peer_loop", n),
                    callgrind_instructions(mj_cmd(n, 1), "peer_loop", n), gen_count(tree.model) if tree else None,

@@ -1,8 +1,12 @@
 """Benchmark of the generated code alone: fwd_dyn timed in a C loop, fwd_dyn_batch, and Verlet stepping in C.
 
 Timing is the minimum over repeats of a C loop that cycles through a pool of
-256 random states with a running checksum (so the compiler cannot drop calls);
-the flop count is exact, counted when the code was generated. The comparisons
+256 random states with a running checksum (so the compiler cannot drop calls),
+checked against the same states through Dynamics.forward_batch; the flop count
+is exact, counted when the code was generated. The timing loops are the
+benchmark's own C (TIMING_C, compiled once through the module cache), calling
+the model's exported fwd_dyn and fwd_dyn_batch by address: the model's module
+carries no benchmark code. The comparisons
 with the dense reference and with Pinocchio and MuJoCo are the harness's
 (crosscheck/bench.py, `crosscheck bench [--peers]`).
 """
@@ -10,17 +14,130 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from functools import cache
+from types import ModuleType
+
 import numpy as np
 from tqdm import tqdm
 
+from mechdyn.codegen.build import build_source
+from mechdyn.codegen.capi import FUNCTION
 from mechdyn.core.sample import State, random_state
-from mechdyn.dynamics import Dynamics
+from mechdyn.dynamics import Dynamics, integer
 
 POOL = 256
+
+# the timing loops, also compiled into crosscheck's callgrind driver (crosscheck/bench.py GEN_DRIVER)
+def _pointer_type(name: str, function: str) -> str:
+    """A typedef of a pointer to the generated `function`, from the API table (codegen/capi.py)."""
+    f = FUNCTION[function]
+    return f"typedef {f.returns} (*{name})({', '.join(f.params)});\n"
+
+
+TIMING_C = "\n#include <time.h>\n\n" + _pointer_type("md_fwd_dyn_fn", "fwd_dyn") + _pointer_type(
+    "md_fwd_dyn_batch_fn", "fwd_dyn_batch") + r"""
+/* Seconds per call of f (a model's fwd_dyn) over `ncalls` calls cycling through a pool of npool states, rows of
+ * nq, nv, nv, nf and na doubles; out has nv. The running checksum (output c mod nv of call c) goes to *checksum
+ * so the calls cannot be optimized away. */
+double md_time_calls(md_fwd_dyn_fn f, int nq, int nv, int nf, int na, long ncalls, int npool, const double *q,
+                     const double *qd, const double *tau, const double *fext, const double *act, double *out,
+                     double *checksum)
+{
+    double sum = 0.0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long c = 0; c < ncalls; ++c) {
+        int k = (int)(c % npool);
+        f(q + (long)k * nq, qd + (long)k * nv, tau + (long)k * nv, fext + (long)k * nf,
+          na ? act + (long)k * na : 0, out);
+        sum += out[c % nv];
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *checksum = sum;
+    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / (double)ncalls;
+}
+
+/* Seconds per state of f (a model's fwd_dyn_batch) over `nrounds` passes through the whole pool, into
+ * out[npool * nv]; the sum of the last pass's outputs goes to *checksum. */
+double md_time_batch(md_fwd_dyn_batch_fn f, int nv, long nrounds, int npool, const double *q, const double *qd,
+                     const double *tau, const double *fext, const double *act, double *out, double *checksum)
+{
+    double sum = 0.0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long r = 0; r < nrounds; ++r)
+        f(npool, q, qd, tau, fext, act, out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    for (long i = 0; i < (long)npool * nv; ++i) sum += out[i];
+    *checksum = sum;
+    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / ((double)nrounds * npool);
+}
+"""
+
+# cffi's declarations, read from TIMING_C itself (its typedefs and function headers): the loops declared once
+TIMING_CDEF = "".join(m[1] + ";\n" for m in re.finditer(r"^((?:typedef|double) [^;{]*?)\s*(?:;|\n\{)", TIMING_C, re.M))
+
+
+@cache
+def timing_loops() -> ModuleType:
+    """TIMING_C compiled as a cffi module (once; then from the module cache)."""
+    return build_source("timing", TIMING_CDEF, TIMING_C)
+
+
+def _pool(dyn: Dynamics, Q, QD, TAU, FEXT, ACT) -> tuple[int, list[np.ndarray]]:
+    """The pool's states checked as forward_batch checks them, FEXT and ACT required (the loops index them)."""
+    arrays = dyn.check_states(Q, QD, TAU, FEXT, ACT, required=True)
+    if arrays[0].shape[0] < 1:
+        raise ValueError("Q has no states: the pool needs at least one")
+    return arrays[0].shape[0], arrays
+
+
+def time_per_call(dyn: Dynamics, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
+    """Seconds per fwd_dyn call timed inside C over a pool of n >= 1 states, and the checksum (the sum of output
+    c mod nv of call c)."""
+    ncalls = integer("ncalls", ncalls, 1)
+    n, arrays = _pool(dyn, Q, QD, TAU, FEXT, ACT)
+    m = timing_loops()
+    ffi, out, chk = m.ffi, np.empty(dyn.nv), m.ffi.new("double *")
+    c = [ffi.from_buffer("double[]", a) for a in (*arrays, out)]
+    t = m.lib.md_time_calls(ffi.cast("md_fwd_dyn_fn", dyn.address("fwd_dyn")), dyn.nq, dyn.nv, 6 * dyn.nbody,
+                            dyn.nact, ncalls, n, *c, chk)
+    return t, chk[0]
+
+
+def time_per_state_batched(dyn: Dynamics, Q, QD, TAU, FEXT, ACT, nrounds: int) -> tuple[float, float]:
+    """Seconds per state of fwd_dyn_batch (four states per SIMD pass) over `nrounds` passes through a pool of
+    n >= 1 states, timed inside C, and the sum of the last pass's outputs."""
+    nrounds = integer("nrounds", nrounds, 1)
+    n, arrays = _pool(dyn, Q, QD, TAU, FEXT, ACT)
+    m = timing_loops()
+    ffi, out, chk = m.ffi, np.empty((n, dyn.nv)), m.ffi.new("double *")
+    c = [ffi.from_buffer("double[]", a) for a in (*arrays, out)]
+    t = m.lib.md_time_batch(ffi.cast("md_fwd_dyn_batch_fn", dyn.address("fwd_dyn_batch")), dyn.nv, nrounds, n,
+                            *c, chk)
+    return t, chk[0]
+
+
+def calls_checksum(qdd: np.ndarray, ncalls: int) -> float:
+    """What md_time_calls's checksum is over `ncalls` calls cycling through a pool whose outputs are qdd (n, nv)."""
+    c = np.arange(ncalls)
+    return float(qdd[c % qdd.shape[0], c % qdd.shape[1]].sum())
+
+
+def check_checksums(dyn: Dynamics, pool: list[np.ndarray]) -> None:
+    """Both timing loops' checksums against forward_batch on the same pool: the timed loops compute the model."""
+    qdd = dyn.forward_batch(*pool)
+    want = {"fwd_dyn": calls_checksum(qdd, 2 * len(qdd)), "fwd_dyn_batch": float(qdd.sum())}
+    got = {"fwd_dyn": time_per_call(dyn, *pool, 2 * len(qdd))[1], "fwd_dyn_batch": time_per_state_batched(dyn, *pool, 1)[1]}
+    for name, w in want.items():
+        if abs(got[name] - w) > 1e-9 * max(1.0, float(np.abs(qdd).sum()) * 2):
+            raise RuntimeError(f"the timing loop of {name} on {dyn.model.name} computed checksum {got[name]!r} where "
+                               f"forward_batch gives {w!r}: the timed loop is not computing the model")
 
 
 @dataclass(frozen=True)
@@ -60,13 +177,14 @@ def machine() -> str:
 def bench(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, seed: int = 0) -> BenchResult:
     """ns/call of the generated fwd_dyn (min over repeats) and ns/state of fwd_dyn_batch, on one pool of states."""
     _, pool = state_pool(dyn, seed)
-    per_call, _ = dyn.time_per_call(*pool, 1000)  # calibrate the loop length
+    check_checksums(dyn, pool)
+    per_call, _ = time_per_call(dyn, *pool, 1000)  # calibrate the loop length
     ncalls = max(1000, int(seconds / max(per_call, 1e-9)))
     best, checksum = np.inf, 0.0
     with tqdm(total=2 * repeats, desc=f"bench {dyn.model.name}: fwd_dyn", unit="pass", leave=False,
               disable=None) as bar:
         for _ in range(repeats):
-            t, checksum = dyn.time_per_call(*pool, ncalls)
+            t, checksum = time_per_call(dyn, *pool, ncalls)
             best = min(best, t)
             bar.update()
         bar.set_description(f"bench {dyn.model.name}: fwd_dyn_batch")
@@ -86,11 +204,11 @@ def state_pool(dyn: Dynamics, seed: int = 0) -> tuple[list[State], list[np.ndarr
 def batch_ns(dyn: Dynamics, pool: list[np.ndarray], seconds: float, repeats: int,
              tick: Callable[[], object] = lambda: None) -> float:
     """Best ns per state of fwd_dyn_batch over passes through the pool, loops of about `seconds`; tick() after each."""
-    per_state, _ = dyn.time_per_state_batched(*pool, 1)
+    per_state, _ = time_per_state_batched(dyn, *pool, 1)
     rounds = max(1, int(seconds / max(per_state * len(pool[0]), 1e-9)))
     best = np.inf
     for _ in range(repeats):
-        best = min(best, dyn.time_per_state_batched(*pool, rounds)[0])
+        best = min(best, time_per_state_batched(dyn, *pool, rounds)[0])
         tick()
     return best * 1e9
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from mechdyn.codegen.build import build
+from mechdyn.codegen.capi import FUNCTION
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
@@ -169,17 +170,35 @@ class Dynamics:
 
     def _states(self, Q, QD, TAU, FEXT, ACT, optional: bool) -> tuple[int, list]:
         """n, and n states' Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact) as C arrays."""
+        n, checked = self._checked_states(Q, QD, TAU, FEXT, ACT, optional)
+        return n, [p for _, p in checked]
+
+    def _checked_states(self, Q, QD, TAU, FEXT, ACT, optional: bool) -> tuple[int, list]:
+        """n, and the five (array, C array) pairs of _states (None and NULL for an omitted optional one)."""
         Q = real_array("Q", Q)
         if Q.ndim != 2:
             raise ValueError(f"Q has shape {Q.shape}, expected (n, {self.nq})")
         n = integer("the number of states n", Q.shape[0], 0, _C_INT_MAX)
-        _, pq = self._arr("Q", Q, (n, self.nq))
+        q = self._arr("Q", Q, (n, self.nq))
         self._check_quaternions("Q", Q)
-        fa, pf = self._arr("FEXT", FEXT, self._fext_shape(n), optional=optional)
-        if fa is not None:
-            self._check_fext("FEXT", fa)
-        return n, [pq, self._arr("QD", QD, (n, self.nv))[1], self._arr("TAU", TAU, (n, self.nv))[1], pf,
-                   self._arr("ACT", ACT, (n, self.nact), optional=optional)[1]]
+        f = self._arr("FEXT", FEXT, self._fext_shape(n), optional=optional)
+        if f[0] is not None:
+            self._check_fext("FEXT", f[0])
+        return n, [q, self._arr("QD", QD, (n, self.nv)), self._arr("TAU", TAU, (n, self.nv)), f,
+                   self._arr("ACT", ACT, (n, self.nact), optional=optional)]
+
+    def check_states(self, Q, QD, TAU, FEXT=None, ACT=None, required: bool = False) -> list[np.ndarray | None]:
+        """Q, QD, TAU, FEXT, ACT of n states checked as forward_batch checks them, as C-contiguous float64 arrays
+        (None for an omitted FEXT or ACT; with `required`, omitting them is refused too): for C code of one's own
+        that reads them, as the benchmark's timing loops do (mechdyn/bench.py)."""
+        return [a for a, _ in self._checked_states(Q, QD, TAU, FEXT, ACT, optional=not required)[1]]
+
+    def address(self, function: str) -> int:
+        """The address of the generated C function `function` (one of codegen/capi.py's table), for C code of
+        one's own that calls it directly, as the benchmark's timing loops do (mechdyn/bench.py)."""
+        if function not in FUNCTION:
+            raise ValueError(f"unknown function {function!r}; expected one of {', '.join(FUNCTION)}")
+        return int(self._ffi.cast("uintptr_t", self._ffi.addressof(self._lib, function)))
 
     # -- the generated functions -------------------------------------------
     def forward(self, q, qd, tau, fext=None, act=None) -> np.ndarray:
@@ -276,25 +295,6 @@ class Dynamics:
         nrec = self._lib.fwd_dyn_sim(scheme, nsteps, t0, dt, pq, pqd, pqdd, nsched, dt_sched, ptau, pf, pa, stride,
                                      ptq, ptqd, pw, ptw, done)
         return nrec, done[0]
-
-    def time_per_call(self, Q, QD, TAU, FEXT, ACT, ncalls: int) -> tuple[float, float]:
-        """Seconds per fwd_dyn call timed inside C over a pool of n >= 1 states, and the checksum."""
-        ncalls = integer("ncalls", ncalls, 1)
-        n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=False)
-        if n < 1:
-            raise ValueError("Q has no states: the pool needs at least one")
-        chk = self._ffi.new("double *")
-        return self._lib.fwd_dyn_bench(ncalls, n, *args, chk), chk[0]
-
-    def time_per_state_batched(self, Q, QD, TAU, FEXT, ACT, nrounds: int) -> tuple[float, float]:
-        """Seconds per state of fwd_dyn_batch (four states per SIMD pass) over `nrounds` passes through a pool of
-        n >= 1 states, timed inside C, and the sum of the last pass's outputs."""
-        nrounds = integer("nrounds", nrounds, 1)
-        n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=False)
-        if n < 1:
-            raise ValueError("Q has no states: the pool needs at least one")
-        out, chk = np.empty((n, self.nv)), self._ffi.new("double *")
-        return self._lib.fwd_dyn_bench_batch(nrounds, n, *args, self._ffi.from_buffer("double[]", out), chk), chk[0]
 
 
 def load(spec: str | os.PathLike | Model, progress: bool = False) -> Dynamics:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import mechdyn
+from mechdyn import bench
 from mechdyn.dynamics import QUAT_TOL
 from mechdyn.sim.run import simulate
 
@@ -82,16 +83,16 @@ CASES = [
     ("simulate T inf", "simulate(d, q, qd, float('inf'), 1e-3)", "T is inf"),
     ("simulate q0 short", "simulate(d, np.zeros(1), qd, 0.1, 1e-3)", "q0 has shape (1,)"),
     ("simulate tau complex", "simulate(d, q, qd, 0.1, 1e-3, tau=np.zeros(2, complex))", "tau has dtype complex128"),
-    ("bench empty pool", "d.time_per_call(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)), "
+    ("bench empty pool", "bench.time_per_call(d, np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)), "
      "np.zeros((0, 2, 6)), np.zeros((0, 2)), 100)", "no states"),
-    ("bench ncalls 0", "d.time_per_call(Z5, Z5, Z5, np.zeros((5, 2, 6)), Z5, 0)", "ncalls is 0"),
-    ("bench FEXT missing", "d.time_per_call(Z5, Z5, Z5, None, Z5, 100)", "FEXT is required"),
-    ("bench TAU short", "d.time_per_call(Z5, Z5, np.zeros((4, 2)), np.zeros((5, 2, 6)), Z5, 100)",
+    ("bench ncalls 0", "bench.time_per_call(d, Z5, Z5, Z5, np.zeros((5, 2, 6)), Z5, 0)", "ncalls is 0"),
+    ("bench FEXT missing", "bench.time_per_call(d, Z5, Z5, Z5, None, Z5, 100)", "FEXT is required"),
+    ("bench TAU short", "bench.time_per_call(d, Z5, Z5, np.zeros((4, 2)), np.zeros((5, 2, 6)), Z5, 100)",
      "TAU has shape (4, 2)"),
-    ("batched nrounds 0", "d.time_per_state_batched(Z5, Z5, Z5, np.zeros((5, 2, 6)), Z5, 0)", "nrounds is 0"),
-    ("batched empty pool", "d.time_per_state_batched(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)), "
+    ("batched nrounds 0", "bench.time_per_state_batched(d, Z5, Z5, Z5, np.zeros((5, 2, 6)), Z5, 0)", "nrounds is 0"),
+    ("batched empty pool", "bench.time_per_state_batched(d, np.zeros((0, 2)), np.zeros((0, 2)), np.zeros((0, 2)), "
      "np.zeros((0, 2, 6)), np.zeros((0, 2)), 1)", "no states"),
-    ("batched ACT short", "d.time_per_state_batched(Z5, Z5, Z5, np.zeros((5, 2, 6)), np.zeros((5, 1)), 1)",
+    ("batched ACT short", "bench.time_per_state_batched(d, Z5, Z5, Z5, np.zeros((5, 2, 6)), np.zeros((5, 1)), 1)",
      "ACT has shape (5, 1)"),
     ("elbow act given", "e.forward(np.zeros(6), np.zeros(6), np.zeros(6), None, np.zeros(1))",
      "act has shape (1,), expected (0,)"),
@@ -103,6 +104,8 @@ CHILD = """
 import sys
 import numpy as np
 import mechdyn
+from mechdyn import bench
+from mechdyn import bench
 from mechdyn.sim.run import simulate
 
 d, e, sat = mechdyn.load("springpend"), mechdyn.load("elbow"), mechdyn.load("satellite")
@@ -260,7 +263,7 @@ def test_fext_on_a_body_without_fext_1_is_refused_naming_it():
     with pytest.raises(ValueError, match="fext has nonzero rows for bodies flange"):
         simulate(e, z, z, 0.01, 1e-3, fext=np.array([f * 0, f]), dt_sched=5e-3)  # a later sample too
     with pytest.raises(ValueError, match="FEXT has nonzero rows"):
-        e.time_per_call(np.zeros((1, 6)), np.zeros((1, 6)), np.zeros((1, 6)), f[None], np.zeros((1, 0)), 10)
+        bench.time_per_call(e, np.zeros((1, 6)), np.zeros((1, 6)), np.zeros((1, 6)), f[None], np.zeros((1, 0)), 10)
     assert np.array_equal(e.forward(z, z, z, f * 0), e.forward(z, z, z))  # zeros everywhere are fine
 
 

@@ -78,12 +78,14 @@ def _module_file(name: str) -> Path:
     return cache_dir() / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
-def _compile(gen: Generated, name: str, tmp: Path, filename: str, flags: list[str], bar: tqdm) -> Path:
-    """Emit the cffi wrapper around the generated code and compile it into tmp/filename."""
+def _compile(what: str, source: str, cdef: str, name: str, tmp: Path, filename: str, flags: list[str],
+             bar: tqdm) -> Path:
+    """Emit the cffi wrapper (declared by `cdef`) around the C `source` (`what` it is, for an error) and compile it
+    into tmp/filename."""
     cc = compiler()[0]
     ffi = cffi.FFI()
-    ffi.cdef(CDEF)
-    ffi.set_source(name, gen.source, compiler_verbose=False)
+    ffi.cdef(cdef)
+    ffi.set_source(name, source, compiler_verbose=False)
     csrc = tmp / f"{name}.c"
     ffi.emit_c_code(str(csrc))
     out = tmp / filename
@@ -96,7 +98,7 @@ def _compile(gen: Generated, name: str, tmp: Path, filename: str, flags: list[st
             except subprocess.TimeoutExpired:
                 bar.refresh()  # the elapsed time keeps counting through a long compile
     if proc.returncode != 0:
-        raise BuildError(f"compiling model '{gen.model.name}' failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
+        raise BuildError(f"compiling {what} failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
     return out
 
 
@@ -110,11 +112,12 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
             gen = generate(model)
             bar.update(1)
             bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
-            out = _compile(gen, name, tmp, dest.name, flags, bar)
+            out = _compile(f"model '{model.name}'", gen.source, CDEF, name, tmp, dest.name, flags, bar)
             bar.update(1)
         return out
 
     _cache.publish(name, dest, make, failed)
+
 
 def _import(name: str, path: str) -> ModuleType:
     loader = importlib.machinery.ExtensionFileLoader(name, path)
@@ -141,3 +144,23 @@ def build(model: Model, progress: bool = False, cflags: Sequence[str] | None = N
     # dlopen matches an already-opened library by its path string before looking at the file, so the rebuilt
     # module is opened through a path spelled differently ("/./") to reach the new file
     return _import(name, f"{dest.parent}/./{dest.name}"), dest
+
+
+def build_source(tag: str, cdef: str, source: str) -> ModuleType:
+    """A cffi extension compiled from C `source` that is not a model's (the benchmark's timing loops,
+    mechdyn/bench.py), declared by `cdef`, through the same cache as the models' modules; keyed by the text,
+    cffi and the compiler with the production flags."""
+    cc, flags = compiler()[0], _flags(None)
+    h = hashlib.sha256()
+    for part in (tag, cdef, source, cffi.__version__, compiler_identity(tuple(cc)), " ".join(flags)):
+        h.update(part.encode())
+        h.update(b"\0")
+    name = f"_mechdyn_{tag}_{h.hexdigest()[:20]}"
+    dest = _module_file(name)
+    if _cache.defect(dest, name) is not None:
+        def make(tmp: Path) -> Path:
+            with tqdm(disable=True) as bar:
+                return _compile(f"the {tag} module", source, cdef, name, tmp, dest.name, flags, bar)
+
+        _cache.publish(name, dest, make)
+    return _import(name, str(dest))

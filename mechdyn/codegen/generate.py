@@ -1,17 +1,9 @@
 """Assemble the passes into one self-contained C translation unit per model.
 
-Exports (the C API in docs/generator.md):
-
-    void fwd_dyn(q, qd, tau, fext, act, qdd)         fext, act may be NULL
-    void fwd_dyn_batch(n, Q, QD, TAU, FEXT, ACT, QDD)   four states per SIMD pass (simd.py)
-    void fwd_dyn_observe(q, qd, obs)
-    int  fwd_dyn_find(kind, name)                    -1: no such name, -2: no such kind
-    double fwd_dyn_bench(ncalls, npool, Q, QD, TAU, FEXT, ACT)
-    double fwd_dyn_bench_batch(nrounds, npool, Q, QD, TAU, FEXT, ACT, OUT)
-    const int fwd_dyn_nq, fwd_dyn_nv, fwd_dyn_nact, fwd_dyn_nbody, fwd_dyn_observe_len
-    const long fwd_dyn_flops
-    void fwd_dyn_drift(q, qd, tau)                   the integration rule (stepper.py)
-    long fwd_dyn_sim(scheme, nsteps, dt, q, qd, ...)  Euler or Verlet steps in C, with the dampers' work
+The exported functions and constants, with their C types, are declared once in capi.py's table (the C API of
+docs/generator.md): the definitions' headers here, in simd.py and in stepper.py, and the cffi declarations
+(CDEF), are produced from it. The translation unit is emitted section by section, one function each, in the
+order generate() calls them.
 """
 from __future__ import annotations
 
@@ -20,6 +12,7 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import Model
 
+from .capi import CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
 from .crba import mass_matrix
 from .elements import element_forces, tsda_state
 from .expr import OPS_COUNTED, Builder, Sym, Val
@@ -28,7 +21,6 @@ from . import frames, kkt, schedule
 from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
 from .rnea import bias_force
-from .stepper import CDEF as STEPPER_CDEF
 from .stepper import damped, drift_function, power_body, sim_function
 from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
@@ -85,8 +77,9 @@ def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
     return (*b.finish(sincos=False, scheduled=True), b.angles)
 
 
-def observe_body(model: Model) -> list[str]:
-    """The statements of fwd_dyn_observe: POI position and velocity, TSDA l and l̇, RSDA q and q̇."""
+def observe_body(model: Model) -> tuple[list[str], Counter]:
+    """The statements of fwd_dyn_observe (POI position and velocity, TSDA l and l̇, RSDA q and q̇), and their
+    operation counts (a "sincos" among them: the lines call md_sincos4)."""
     b = Builder(path=model.path)
     kin = TreeKinematics(b, model)
     k = 0
@@ -106,7 +99,7 @@ def observe_body(model: Model) -> list[str]:
         b.store(f"obs[{k}]", Sym(f"q[{model.qidx[e.body]}]"))
         b.store(f"obs[{k + 1}]", Sym(f"qd[{model.vidx[e.body]}]"))
         k += 2
-    return b.finish()[0]
+    return b.finish()
 
 
 def observe_length(model: Model) -> int:
@@ -123,7 +116,7 @@ def _names_table(kind: str, names: list[str]) -> str:
 
 
 def find_function(model: Model) -> str:
-    """fwd_dyn_find: a name's index among POIs, TSDAs, RSDAs or act slots; -1 if the kind has no such name, -2 if
+    """Emits fwd_dyn_find: a name's index among POIs, TSDAs, RSDAs or act slots; -1 if the kind has no such name, -2 if
     the kind is none of those. The name matches whole (strcmp on the NUL-terminated string)."""
     acts = sorted((e.act, e.name) for e in (*model.tsdas, *model.rsdas) if e.act >= 0)
     body = "".join([
@@ -132,105 +125,121 @@ def find_function(model: Model) -> str:
         _names_table("rsda", [e.name for e in model.rsdas]),
         _names_table("act", [n for _, n in acts]),
     ])
-    return ("int fwd_dyn_find(const char *kind, const char *name)\n{\n"
+    return ("\n" + FUNCTION["fwd_dyn_find"].header() + "\n{\n"
             "    if (!kind) return -2;\n    if (!name) return -1;\n" + body + "    return -2;\n}\n")
 
 
-def generate(model: Model) -> Generated:
-    """The C translation unit for `model`."""
+@dataclass(frozen=True)
+class Passes:
+    """What the generator's passes produced for one model, before any C is laid out."""
+    model: Model
+    shifts: dict  # the body frames' slides along their joint axes (frames.py)
+    body: list[str]  # fwd_dyn's statements, scheduled, without their sincos batch
+    ops: Counter  # fwd_dyn's live operations
+    angles: list[str]  # fwd_dyn's sincos batch
+    observe: list[str]  # fwd_dyn_observe's statements, empty if there is nothing to observe
+    observe_ops: Counter
+    power: list[str]  # the dampers' power, empty if nothing dissipates (stepper.py)
+    power_ops: Counter
+
+    @property
+    def nobs(self) -> int:
+        return observe_length(self.model)
+
+    @property
+    def flops(self) -> int:
+        return sum(self.ops[o] for o in OPS_COUNTED)
+
+
+def passes(model: Model) -> Passes:
+    """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power."""
     shifts = frames.shifts(model)
     framed = frames.slide(model, shifts)
     body, ops, angles = dynamics_body(framed)
-    dyn = sincos_batch(angles) + body
-    nobs = observe_length(model)
-    obs = observe_body(framed) if nobs else []
-    power = power_body(framed) if damped(model) else []
-    nf, na = 6 * model.nbody, model.nact
-    indent = lambda lines: "".join(f"    {ln}\n" for ln in lines)  # noqa: E731
-    null_guards = []
-    if any(bd.fext for bd in model.bodies):
-        null_guards.append(f"static const double fext_zero[{nf}] = {{0}};")
-        null_guards.append("if (!fext) fext = fext_zero;")
-    if na:
-        null_guards.append(f"static const double act_zero[{na}] = {{0}};")
-        null_guards.append("if (!act) act = act_zero;")
-    floating = any(bd.joint == "floating" for bd in model.bodies)  # the drift's quaternion exponential
-    trig_c = SINCOS_C if floating or angles or any("md_sincos4(" in ln for ln in obs + power) else ""
-    sqrt_c = SQRT_C if any("sqrt(" in ln for ln in body) else ""
-    unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in model.bodies)), ("act", na > 0)) if not used]
-    src = f"""/* Forward dynamics of model '{model.name}', generated by mechdyn (generator version {GENERATOR_VERSION}).
- * nq {model.nq}, nv {model.nv}, bodies {model.nbody}, act slots {na}; {sum(ops[o] for o in OPS_COUNTED)} operations per call.
- * Body frames slid along their joint axes (codegen/frames.py; q, qd, qdd, tau, fext and act as in the model):
- *   {frames.describe(model, shifts)}.
- * Conventions: docs/conventions.md. Do not edit: regenerate with `mechdyn gen`. */
-#include <math.h>
-#include <string.h>
-#include <time.h>
-{VECTOR_TYPES}{trig_c}{sqrt_c}
-const int fwd_dyn_nq = {model.nq};
-const int fwd_dyn_nv = {model.nv};
-const int fwd_dyn_nact = {na};
-const int fwd_dyn_nbody = {model.nbody};
-const int fwd_dyn_observe_len = {nobs};
-const long fwd_dyn_flops = {sum(ops[o] for o in OPS_COUNTED)};
-
-void fwd_dyn(const double *q, const double *qd, const double *tau, const double *fext, const double *act, double *qdd)
-{{
-{indent(null_guards + unused)}{indent(dyn)}}}
-
-{batch4_function(model, body, angles)}{batch_function(model)}
-void fwd_dyn_observe(const double *q, const double *qd, double *obs)
-{{
-{indent(obs) if obs else "    (void)q; (void)qd; (void)obs;" + chr(10)}}}
-
-{find_function(model)}
-/* Seconds per call of fwd_dyn over `ncalls` calls cycling through a pool of states;
- * the running checksum goes to *checksum so the calls cannot be optimized away. */
-double fwd_dyn_bench(long ncalls, int npool, const double *q, const double *qd, const double *tau,
-                     const double *fext, const double *act, double *checksum)
-{{
-    double out[{model.nv}], sum = 0.0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long c = 0; c < ncalls; ++c) {{
-        int k = (int)(c % npool);
-        fwd_dyn(q + (long)k * {model.nq}, qd + (long)k * {model.nv}, tau + (long)k * {model.nv},
-                fext + (long)k * {nf}, {"act + (long)k * " + str(na) if na else "0"}, out);
-        sum += out[c % {model.nv}];
-    }}
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    *checksum = sum;
-    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / (double)ncalls;
-}}
-
-/* Seconds per state of fwd_dyn_batch over `nrounds` passes through the whole pool (four states per SIMD
- * pass), into out[npool * nv]; the sum of the last pass's outputs goes to *checksum. */
-double fwd_dyn_bench_batch(long nrounds, int npool, const double *q, const double *qd, const double *tau,
-                           const double *fext, const double *act, double *out, double *checksum)
-{{
-    double sum = 0.0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long r = 0; r < nrounds; ++r)
-        fwd_dyn_batch(npool, q, qd, tau, fext, act, out);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    for (long i = 0; i < (long)npool * {model.nv}; ++i) sum += out[i];
-    *checksum = sum;
-    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / ((double)nrounds * npool);
-}}
-"""
-    return Generated(model, src + drift_function(model) + sim_function(model, power), ops, nobs)
+    obs, obs_ops = observe_body(framed) if observe_length(model) else ([], Counter())
+    power, power_ops = power_body(framed) if damped(model) else ([], Counter())
+    return Passes(model, shifts, body, ops, angles, obs, obs_ops, power, power_ops)
 
 
-CDEF = """
-const int fwd_dyn_nq, fwd_dyn_nv, fwd_dyn_nact, fwd_dyn_nbody, fwd_dyn_observe_len;
-const long fwd_dyn_flops;
-void fwd_dyn(const double *q, const double *qd, const double *tau, const double *fext, const double *act, double *qdd);
-void fwd_dyn_batch(int n, const double *q, const double *qd, const double *tau, const double *fext, const double *act, double *qdd);
-void fwd_dyn_observe(const double *q, const double *qd, double *obs);
-int fwd_dyn_find(const char *kind, const char *name);
-double fwd_dyn_bench(long ncalls, int npool, const double *q, const double *qd, const double *tau,
-                     const double *fext, const double *act, double *checksum);
-double fwd_dyn_bench_batch(long nrounds, int npool, const double *q, const double *qd, const double *tau,
-                           const double *fext, const double *act, double *out, double *checksum);
-""" + STEPPER_CDEF
+def _indent(lines: list[str]) -> str:
+    return "".join(f"    {ln}\n" for ln in lines)
+
+
+def header_comment(p: Passes) -> str:
+    """Emits the file's opening comment: the model, its sizes and operation count, the slid frames."""
+    m = p.model
+    return (f"/* Forward dynamics of model '{m.name}', generated by mechdyn (generator version {GENERATOR_VERSION}).\n"
+            f" * nq {m.nq}, nv {m.nv}, bodies {m.nbody}, act slots {m.nact}; {p.flops} operations per call.\n"
+            f" * Body frames slid along their joint axes (codegen/frames.py; q, qd, qdd, tau, fext and act as in the "
+            f"model):\n"
+            f" *   {frames.describe(m, p.shifts)}.\n"
+            f" * Conventions: docs/conventions.md. Do not edit: regenerate with `mechdyn gen`. */\n")
+
+
+def includes() -> str:
+    """Emits the #includes: libm, and string.h for fwd_dyn_find's strcmp and the stepper's memcpy."""
+    return "#include <math.h>\n#include <string.h>\n"
+
+
+def helpers(p: Passes) -> str:
+    """Emits the vector types, then the batched sincos if any pass takes a sine (the drift of a floating body does)
+    and the lane-wise sqrt if fwd_dyn takes a square root (for its four-lane twin)."""
+    floating = any(bd.joint == "floating" for bd in p.model.bodies)  # the drift's quaternion exponential
+    trig = floating or p.angles or p.observe_ops["sincos"] or p.power_ops["sincos"]
+    return VECTOR_TYPES + (SINCOS_C if trig else "") + (SQRT_C if p.ops["sqrt"] else "")
+
+
+def constants(p: Passes) -> str:
+    """Emits the model's sizes and operation count as the const ints of the API table."""
+    m = p.model
+    values = {"fwd_dyn_nq": m.nq, "fwd_dyn_nv": m.nv, "fwd_dyn_nact": m.nact, "fwd_dyn_nbody": m.nbody,
+              "fwd_dyn_observe_len": p.nobs, "fwd_dyn_flops": p.flops}
+    return "\n" + "".join(CONSTANT[name].definition(v) + "\n" for name, v in values.items())
+
+
+def forward_function(p: Passes) -> str:
+    """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
+    scheduled statements."""
+    m = p.model
+    guards = []
+    if any(bd.fext for bd in m.bodies):
+        guards += [f"static const double fext_zero[{6 * m.nbody}] = {{0}};", "if (!fext) fext = fext_zero;"]
+    if m.nact:
+        guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
+    unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
+              if not used]
+    dyn = sincos_batch(p.angles) + p.body
+    return "\n" + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn) + "}\n"
+
+
+def batch_functions(p: Passes) -> str:
+    """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py)."""
+    return "\n" + batch4_function(p.model, p.body, p.angles) + batch_function(p.model)
+
+
+def observe_function(p: Passes) -> str:
+    """Emits fwd_dyn_observe (a body that only silences its parameters when there is nothing to observe)."""
+    body = _indent(p.observe) if p.observe else "    (void)q; (void)qd; (void)obs;\n"
+    return "\n" + FUNCTION["fwd_dyn_observe"].header() + "\n{\n" + body + "}\n"
+
+
+def stepper_functions(p: Passes) -> str:
+    """Emits fwd_dyn_drift with its quaternion helpers, and fwd_dyn_sim with the dampers' power (stepper.py)."""
+    return drift_function(p.model) + sim_function(p.model, p.power)
+
+
+def generate(model: Model) -> Generated:
+    """The C translation unit for `model`: the passes, then the sections in file order."""
+    p = passes(model)
+    source = "".join([
+        header_comment(p),
+        includes(),
+        helpers(p),
+        constants(p),
+        forward_function(p),
+        batch_functions(p),
+        observe_function(p),
+        find_function(p.model),
+        stepper_functions(p),
+    ])
+    return Generated(model, source, p.ops, p.nobs)

@@ -15,6 +15,7 @@ import re
 
 from mechdyn.core.model import Model
 
+from .capi import FUNCTION
 from .trig import LANE_NAME, LANES
 
 SQRT_C = r"""
@@ -75,7 +76,7 @@ def batch_function(model: Model) -> str:
     """fwd_dyn_batch: groups of four states through fwd_dyn_batch4, the remainder through fwd_dyn."""
     nq, nv, nf, na = model.nq, model.nv, 6 * model.nbody, model.nact
     return f"""
-void fwd_dyn_batch(int n, const double *q, const double *qd, const double *tau, const double *fext, const double *act, double *qdd)
+{FUNCTION['fwd_dyn_batch'].header()}
 {{
     static const double fext_zero[{LANES * nf}] = {{0}}, act_zero[{LANES * max(na, 1)}] = {{0}};
     int k = 0;

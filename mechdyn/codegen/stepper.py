@@ -1,9 +1,6 @@
 """The time stepper emitted beside fwd_dyn: the drift of docs/conventions.md and two schemes.
 
-    void fwd_dyn_drift(double *q, const double *qd, double tau)
-    long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
-                     int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
-                     long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done)
+fwd_dyn_drift and fwd_dyn_sim, declared with their parameters in capi.py's table.
 
 The drift is written exactly, so each half-step is self-adjoint: single-DOF
 joints move by qd·τ; a floating body's attitude by Q ⊗ exp(½ ω τ) and its
@@ -25,8 +22,11 @@ The stepping stops at the first step whose state (or that work) is not finite.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from mechdyn.core.model import Model
 
+from .capi import FUNCTION
 from .elements import tsda_state
 from .expr import Builder
 from .kinematics import TreeKinematics
@@ -92,7 +92,7 @@ def drift_function(model: Model) -> str:
         else:
             lines.append(f"    q[{iq}] += qd[{iv}] * tau;")
     helpers = _QUAT_HELPERS + DRIFT_FLOATING if any(b.joint == "floating" for b in model.bodies) else ""
-    return f"{helpers}\nvoid fwd_dyn_drift(double *q, const double *qd, double tau)\n{{\n" + "\n".join(lines) + "\n}\n"
+    return f"{helpers}\n{FUNCTION['fwd_dyn_drift'].header()}\n{{\n" + "\n".join(lines) + "\n}\n"
 
 
 def damped(model: Model) -> bool:
@@ -100,8 +100,9 @@ def damped(model: Model) -> bool:
     return any(e.c != 0.0 for e in (*model.tsdas, *model.rsdas))
 
 
-def power_body(model: Model) -> list[str]:
-    """The statements of fwd_dyn_power: p[0] = Σ c l̇² over the TSDAs + Σ c q̇² over the RSDAs."""
+def power_body(model: Model) -> tuple[list[str], Counter]:
+    """The statements of fwd_dyn_power (p[0] = Σ c l̇² over the TSDAs + Σ c q̇² over the RSDAs), and their
+    operation counts."""
     b = Builder()
     kin = TreeKinematics(b, model)
     terms = []
@@ -114,7 +115,7 @@ def power_body(model: Model) -> list[str]:
             x = kin.qd(model.vidx[e.body])
             terms.append(b.mul(float(e.c), b.mul(x, x)))
     b.store("p[0]", b.sum(*terms))
-    return b.finish()[0]
+    return b.finish()
 
 
 # x is neither inf nor NaN, read from its exponent bits: isfinite() may fold to 1 under -ffinite-math-only
@@ -158,9 +159,7 @@ static void fwd_dyn_power(const double *q, const double *qd, double *p)
  * recorded state. Stops at the first step whose state or work is not finite, leaving q, qd there and
  * *work at its last finite value; *done is the number of steps completed with a finite state (nsteps
  * unless it stopped). Returns the number of states recorded (after steps stride, 2 stride, ...). */
-long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
-                 int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
-                 long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done)
+{FUNCTION['fwd_dyn_sim'].header()}
 {{
     double qdd[{nv}], qdm[{nv}], w = *work;
 {p_start}    long nrec = 0, k;
@@ -199,12 +198,4 @@ long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, doubl
     *done = k;
     return nrec;
 }}
-"""
-
-
-CDEF = """
-void fwd_dyn_drift(double *q, const double *qd, double tau);
-long fwd_dyn_sim(int scheme, long nsteps, double t0, double dt, double *q, double *qd, double *qdd_prev,
-                 int nsched, double dt_sched, const double *tau, const double *fext, const double *act,
-                 long stride, double *traj_q, double *traj_qd, double *work, double *traj_work, long *done);
 """
