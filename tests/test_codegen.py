@@ -126,8 +126,8 @@ def test_planted_eager_update_sign_is_caught(fresh_cache, monkeypatch):
     bug: an update added instead of subtracted there fails gen_vs_dense on hmmwv_pitman's spanning tree."""
     from crosscheck.bench import spanning_tree
     from mechdyn.codegen import ltdl
-    real = ltdl._update
-    monkeypatch.setattr(ltdl, "_update", lambda b, entry, update, eager:
+    real = ltdl.update_entry
+    monkeypatch.setattr(ltdl, "update_entry", lambda b, entry, update, eager:
                         real(b, entry, b.neg(update) if eager else update, eager))
     err = compare.gen_vs_dense(mechdyn.load(spanning_tree(load_model("hmmwv_pitman"))), 50).value
     print(f"planted eager update sign: gen_vs_dense = {err:.3e}")
@@ -187,7 +187,7 @@ def test_planted_tsda_sign(fresh_cache, monkeypatch):
 def test_second_load_does_not_recompile(fresh_cache, monkeypatch):
     mechdyn.load("threelink")
     calls = []
-    monkeypatch.setattr(build, "_compile", lambda *a: calls.append(a))
+    monkeypatch.setattr(build, "compile_module", lambda *a: calls.append(a))
     mechdyn.load("threelink")
     assert not calls
 
@@ -259,8 +259,8 @@ def test_simd_batch_is_the_scalar_function_lane_by_lane(name):
 
 def test_planted_lane_mixup_is_caught(fresh_cache, monkeypatch):
     """Gathering an input's lanes with the wrong stride must show up as a batch/scalar mismatch."""
-    real = simd._strides
-    monkeypatch.setattr(simd, "_strides", lambda model: {**real(model), "qd": real(model)["qd"] + 1})
+    real = simd.strides
+    monkeypatch.setattr(simd, "strides", lambda model: {**real(model), "qd": real(model)["qd"] + 1})
     d = mechdyn.load("threelink")
     states = list(sample_states(d.model, 8, seed=2, tear=0.0))
     Q, QD, TAU = (np.array([getattr(s, f) for s in states]) for f in ("q", "qd", "tau"))
