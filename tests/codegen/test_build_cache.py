@@ -36,12 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LOOPZOO = str(ROOT / "tests" / "data" / "loopzoo.mech")
 
 
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
-    return tmp_path
-
-
 # -- the key: the model's content ------------------------------------------------
 def _replace_body(model: Model, name: str, **changes) -> Model:
     i = model.body_index(name)
