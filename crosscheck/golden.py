@@ -225,7 +225,7 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 @cache
-def _resolved_options(cc: tuple[str, ...], cflags: tuple[str, ...]) -> tuple[str, ...]:
+def resolved_options(cc: tuple[str, ...], cflags: tuple[str, ...]) -> tuple[str, ...]:
     """The target options the compiler proper receives for these flags (what -march=native would expand to)."""
     out = _run([*cc, *cflags, "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull])
     for line in out.stderr.splitlines():
@@ -268,7 +268,7 @@ def counting_unavailable() -> str | None:
 def toolchain() -> dict[str, str]:
     """Everything an instruction count depends on besides the generated code and its inputs."""
     cc, counting = tuple(flags.cc()), count_flags()
-    opts = _resolved_options(cc, tuple(counting))
+    opts = resolved_options(cc, tuple(counting))
     vg = _valgrind_version(valgrind()) if valgrind() else "none"
     return {
         "compiler": flags.compiler_identity(cc),

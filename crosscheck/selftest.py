@@ -73,13 +73,14 @@ class Outcome:
     detail: str
 
 
-def _scratch(dest: Path) -> None:
-    """A copy of the package and models, without caches."""
+def scratch_copy(dest: Path) -> None:
+    """A copy of the package and models, without caches. The seam tests replace to skip the copy."""
     for part in COPY:
         shutil.copytree(ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
 
 
-def _apply(dest: Path, m: Mutation) -> None:
+def apply_mutation(dest: Path, m: Mutation) -> None:
+    """Plant mutation `m` in the copy at `dest`. The seam tests replace to plant nothing."""
     path = dest / m.file
     text = path.read_text()
     if text.count(m.old) != 1:
@@ -88,9 +89,9 @@ def _apply(dest: Path, m: Mutation) -> None:
     path.write_text(text.replace(m.old, m.new))
 
 
-def _run_gates(dest: Path, gates: tuple[str, ...]) -> list[list]:
+def run_gates(dest: Path, gates: tuple[str, ...]) -> list[list]:
     """Run gate snippets in a fresh interpreter on the copy; [[name, value, threshold, passed], ...],
-    each name prefixed with the model, e.g. "satellite: reversibility"."""
+    each name prefixed with the model, e.g. "satellite: reversibility". The seam tests replace to skip the gates."""
     results = []
     env = os.environ | {"PYTHONPATH": str(dest), "MECHDYN_CACHE": str(dest / ".cache")}
     for g in gates:
@@ -114,15 +115,15 @@ def selftest(progress: bool = True) -> tuple[list[Outcome], list[list]]:
         with tqdm(total=1 + len(MUTATIONS), desc="selftest: clean copy", unit="run", leave=False,
                   disable=None if progress else True) as bar:
             clean = Path(tmp) / "clean"
-            _scratch(clean)
-            control = _run_gates(clean, all_gates)
+            scratch_copy(clean)
+            control = run_gates(clean, all_gates)
             bar.update()
             for m in MUTATIONS:
                 bar.set_description(f"selftest: {m.name}")
                 dest = Path(tmp) / f"m{len(outcomes)}"
-                _scratch(dest)
-                _apply(dest, m)
-                res = _run_gates(dest, m.gates)
+                scratch_copy(dest)
+                apply_mutation(dest, m)
+                res = run_gates(dest, m.gates)
                 caught = any(not r[3] for r in res)
                 detail = "; ".join(f"{r[0]} = {r[1]:.3e} (gate {r[2]:.0e})" for r in res)
                 outcomes.append(Outcome(m.name, caught, detail))

@@ -334,3 +334,24 @@ def test_held_input_beside_a_scheduled_one_is_accepted_and_held():
     assert np.array_equal(held_tau.q, explicit.q)
     with pytest.raises(ValueError, match="scheduled inputs must have the same number of samples: tau has 3, act has 2"):
         simulate(d, q0, z, 0.05, 1e-3, tau=tau, act=np.array([act, -act]), dt_sched=0.01)
+
+
+# -- shapes and the batch (moved from the generator's tests) -------------------------
+def test_api_shapes_and_batch():
+    d = mechdyn.load("springpend")
+    rng = np.random.default_rng(0)
+    n = 5
+    Q, QD, TAU = rng.normal(size=(n, d.nq)), rng.normal(size=(n, d.nv)), rng.normal(size=(n, d.nv))
+    F, A = rng.normal(size=(n, d.nbody, 6)), rng.normal(size=(n, d.nact))
+    F[:, [i for i, b in enumerate(d.model.bodies) if not b.fext]] = 0.0  # loads there are refused
+    batch = d.forward_batch(Q, QD, TAU, F, A)
+    single = np.array([d.forward(Q[k], QD[k], TAU[k], F[k], A[k]) for k in range(n)])
+    assert np.array_equal(batch, single)
+    assert np.array_equal(d.forward(Q[0], QD[0], TAU[0]), d.forward(Q[0], QD[0], TAU[0], np.zeros((d.nbody, 6)), np.zeros(d.nact)))
+    with pytest.raises(ValueError, match=r"q has shape \(3,\), expected \(2,\)"):
+        d.forward(np.zeros(3), QD[0], TAU[0])
+    with pytest.raises(ValueError, match="fext has shape"):
+        d.forward(Q[0], QD[0], TAU[0], fext=np.zeros(6))
+    assert d.forward(Q[0].astype(np.float32), QD[0].tolist(), TAU[0]).dtype == np.float64  # converted, not rejected
+    assert d.find("poi", "tip2") == 2 and d.find("act", "torsion") == 1 and d.find("rsda", "nope") == -1
+    assert d.observe(Q[0], QD[0]).shape == (d.observe_len,)

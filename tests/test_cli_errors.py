@@ -318,14 +318,14 @@ def test_selftest_bar_counts_the_clean_copy(monkeypatch):
     seen: list[str] = []
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    monkeypatch.setattr(selftest, "_scratch", lambda dest: dest.mkdir())
-    monkeypatch.setattr(selftest, "_apply", lambda dest, m: None)
+    monkeypatch.setattr(selftest, "scratch_copy", lambda dest: dest.mkdir())
+    monkeypatch.setattr(selftest, "apply_mutation", lambda dest, m: None)
 
     def gates(dest: Path, names: tuple[str, ...]) -> list[list]:
         seen.append(terminal.getvalue())  # what the bar showed while this step ran
         return [["planted", 0.0, 1.0, dest.name == "clean"]]
 
-    monkeypatch.setattr(selftest, "_run_gates", gates)
+    monkeypatch.setattr(selftest, "run_gates", gates)
     outcomes, control = selftest.selftest()
     assert len(outcomes) == len(selftest.MUTATIONS) and all(o.caught for o in outcomes)
     assert "selftest: clean copy" in seen[0], seen[0][:300]

@@ -12,7 +12,7 @@ from mechdyn.codegen.expr import Builder, GenerationError, Sym
 from mechdyn.codegen.generate import generate
 from mechdyn.core import MechError, load_model, parse
 from mechdyn.core.loops import AssemblyError, project_q
-from mechdyn.core.parse import BOUNDS, _assemble, _short
+from mechdyn.core.parse import BOUNDS, assemble_model, short_number
 
 ROOT = Path(__file__).resolve().parents[1]
 THREELINK = "models/threelink.mech"
@@ -58,7 +58,8 @@ def test_absurd_magnitudes_are_located_mech_errors(case):
     assert str(e.value).startswith(f"{path}:{line_of(edited, bad)}: '{bad.split()[0]}'"), str(e.value)
     bound = next(b for b in BOUNDS if b.kind == kind)
     assert f"out of bounds for a {kind}; expected " in str(e.value)
-    assert f" {_short(bound.lo)} <= " in str(e.value) and f" <= {_short(bound.hi)} {bound.unit}" in str(e.value)
+    assert f" {short_number(bound.lo)} <= " in str(e.value)
+    assert f" <= {short_number(bound.hi)} {bound.unit}" in str(e.value)
 
 
 @pytest.mark.parametrize("stmt,kind", [
@@ -125,7 +126,7 @@ def test_project_q_on_an_overflowing_loop_raises_assembly_error():
         with pytest.raises(AssemblyError, match="loop 'rod'"):
             project_q(bad, bad.q0())
         with pytest.raises(MechError) as e:
-            _assemble(bad)
+            assemble_model(bad)
     assert e.value.line == rod.line and "loop 'rod'" in str(e.value)
 
 

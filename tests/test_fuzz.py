@@ -157,9 +157,9 @@ def test_accepted_mutants_compile_to_finite_forward_or_clean_errors(path, rnd):
 
 def test_planted_missing_bounds_trip_both_properties(monkeypatch):
     """The properties can fail: with the bounds switched off, the issue's inputs break each of them."""
-    from mechdyn.core.parse import _Bound
+    from mechdyn.core.parse import Bound
 
-    monkeypatch.setattr(_Bound, "check", lambda self, x, *_: x)
+    monkeypatch.setattr(Bound, "check", lambda self, x, *_: x)
     far = (ROOT / "tests/data/loopzoo.mech").read_text().replace("anchor_pred 0.7 0.1 0.3", "anchor_pred 0.7 1e200 0.3")
     with pytest.raises(RuntimeWarning):  # the closure overflows on its way to the located AssemblyError
         parse_outcome(far)

@@ -78,10 +78,10 @@ def _module_file(name: str) -> Path:
     return cache_dir() / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
-def _compile(what: str, source: str, cdef: str, name: str, tmp: Path, filename: str, flags: list[str],
+def compile_module(what: str, source: str, cdef: str, name: str, tmp: Path, filename: str, flags: list[str],
              bar: tqdm) -> Path:
     """Emit the cffi wrapper (declared by `cdef`) around the C `source` (`what` it is, for an error) and compile it
-    into tmp/filename."""
+    into tmp/filename. The seam tests replace to count compilations."""
     cc = compiler()[0]
     ffi = cffi.FFI()
     ffi.cdef(cdef)
@@ -112,7 +112,7 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
             gen = generate(model)
             bar.update(1)
             bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
-            out = _compile(f"model '{model.name}'", gen.source, CDEF, name, tmp, dest.name, flags, bar)
+            out = compile_module(f"model '{model.name}'", gen.source, CDEF, name, tmp, dest.name, flags, bar)
             bar.update(1)
         return out
 
@@ -160,7 +160,7 @@ def build_source(tag: str, cdef: str, source: str) -> ModuleType:
     if _cache.defect(dest, name) is not None:
         def make(tmp: Path) -> Path:
             with tqdm(disable=True) as bar:
-                return _compile(f"the {tag} module", source, cdef, name, tmp, dest.name, flags, bar)
+                return compile_module(f"the {tag} module", source, cdef, name, tmp, dest.name, flags, bar)
 
         _cache.publish(name, dest, make)
     return _import(name, str(dest))

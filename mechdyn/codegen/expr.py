@@ -110,8 +110,9 @@ class Builder:
                                       f"code the non-finite constant {u!r}; expected values within the bounds of "
                                       "docs/mech-format.md")
 
-    def _emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
-        """The temporary holding `text`, emitted once per distinct key."""
+    def emit(self, key: tuple, text: str, op: str, *uses: Val) -> Sym:
+        """The temporary holding `text`, emitted once per distinct key. The seam tests replace to plant a
+        builder without hash-consing."""
         self.check(*uses)
         hit = self._table.get(key)
         if hit is not None:
@@ -203,7 +204,7 @@ class Builder:
         nb, B = _split(b)
         if na == nb:  # ±(A + B)
             ka, kb = sorted((_key(A), _key(B)))
-            s = self._emit(("+", ka, kb), f"{c_text(A)} + {c_text(B)}", "+", A, B)
+            s = self.emit(("+", ka, kb), f"{c_text(A)} + {c_text(B)}", "+", A, B)
             if isinstance(B, float) and not na:
                 self._affine[s.name] = ("+", A, B)
             return -s if na else s
@@ -211,7 +212,7 @@ class Builder:
         P, M, flip = (A, B, na) if _key(A) <= _key(B) else (B, A, not na)
         if P == M:
             return 0.0
-        s = self._emit(("-", _key(P), _key(M)), f"{c_text(P)} - {c_text(M)}", "-", P, M)
+        s = self.emit(("-", _key(P), _key(M)), f"{c_text(P)} - {c_text(M)}", "-", P, M)
         return -s if flip else s
 
     def sub(self, a: Val, b: Val) -> Val:
@@ -242,7 +243,7 @@ class Builder:
         na, A = _split(a)
         nb, B = _split(b)
         ka, kb = sorted((_key(A), _key(B)))
-        s = self._emit(("*", ka, kb), f"{c_text(A)} * {c_text(B)}", "*", A, B)
+        s = self.emit(("*", ka, kb), f"{c_text(A)} * {c_text(B)}", "*", A, B)
         if isinstance(B, float):
             self._affine[s.name] = ("*", A, B)
         return -s if na != nb else s
@@ -256,13 +257,13 @@ class Builder:
             return 0.0
         na, A = _split(a)
         nb, B = _split(b)
-        s = self._emit(("/", _key(A), _key(B)), f"{c_text(A)} / {c_text(B)}", "/", A, B)
+        s = self.emit(("/", _key(A), _key(B)), f"{c_text(A)} / {c_text(B)}", "/", A, B)
         return -s if na != nb else s
 
     def sqrt(self, a: Val) -> Val:
         if isinstance(a, float):
             return a ** 0.5
-        return self._emit(("sqrt", a.c()), f"sqrt({a.c()})", "sqrt", a)
+        return self.emit(("sqrt", a.c()), f"sqrt({a.c()})", "sqrt", a)
 
     def sincos(self, a: Val) -> tuple[Val, Val]:
         """(sin a, cos a) of an input slot, computed with all the others in one batch at the top (trig.py)."""

@@ -63,9 +63,9 @@ def check_sparsity(H: dict[tuple[int, int], Val], lam: list[int]) -> None:
                              f"only in H {sorted(have - want)[:5]}")
 
 
-def _update(b: Builder, entry: list[Val], update: Val, eager: bool) -> None:
+def update_entry(b: Builder, entry: list[Val], update: Val, eager: bool) -> None:
     """Record one update of an H entry: kept for the sum at its row, or, if `eager`, added to its one running
-    value."""
+    value. The seam tests replace to plant a wrong update."""
     if eager:
         entry[0] = b.add(entry[0], update)
     else:
@@ -94,7 +94,7 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
             a = b.mul(row[i], Dinv[k])
             j = i
             while j != -1:
-                _update(b, terms[i, j], b.neg(b.mul(a, row[j])), eager)
+                update_entry(b, terms[i, j], b.neg(b.mul(a, row[j])), eager)
                 j = lam[j]
             L[k, i] = a
             i = lam[i]

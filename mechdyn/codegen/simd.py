@@ -33,8 +33,8 @@ _STORE = re.compile(r"^(\w+(?:\[\d+\])?) = (.*);$")
 _QDD = re.compile(r"^qdd\[(\d+)\]$")
 
 
-def _strides(model: Model) -> dict[str, int]:
-    """Each input's doubles per state."""
+def strides(model: Model) -> dict[str, int]:
+    """Each input's doubles per state. The seam tests replace to plant a lane mix-up."""
     return dict(zip(INPUTS, (model.nq, model.nv, model.nv, 6 * model.nbody, model.nact)))
 
 
@@ -47,7 +47,7 @@ def _vector_text(text: str) -> str:
 
 def batch4_function(model: Model, lines: list[str], angles: list[str]) -> str:
     """fwd_dyn_batch4: fwd_dyn's statements `lines` (without their sincos batch) over four consecutive states."""
-    stride = _strides(model)
+    stride = strides(model)
     used = sorted({(m[1], int(m[2])) for text in (*lines, *angles) for m in _INPUT.finditer(text)})
     body = [f"const md_v4 v_{name}_{i} = {{{', '.join(f'{name}[{k * stride[name] + i}]' for k in range(LANES))}}};"
             for name, i in used]

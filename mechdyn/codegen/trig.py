@@ -19,7 +19,7 @@ batch of four to libm; a NaN stays NaN. The polynomials are evaluated by
 Estrin's scheme, and the lanes stay in registers, because the trigonometry
 heads the critical path of the whole function; it is always inlined, because
 with two callers (fwd_dyn and its four-lane twin, simd.py) gcc would otherwise
-call it, at a cost in instructions per fwd_dyn. tests/test_trig.py
+call it, at a cost in instructions per fwd_dyn. tests/codegen/test_trig.py
 measures the error against libm.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 from mechdyn.core.model import Model
 
 # Dataclass fields that say where a model came from and never reach the generated C (messages only;
-# tests/test_build_cache.py checks that changing them leaves the generated source unchanged), so a
+# tests/codegen/test_build_cache.py checks that changing them leaves the generated source unchanged), so a
 # reformatted or moved .mech file shares its module.
 PROVENANCE_FIELDS = frozenset({"path", "source", "line"})
 

@@ -79,12 +79,13 @@ def _hint(word: str, options: Iterable[str]) -> str:
 
 
 @dataclass(frozen=True)
-class _Bound:
+class Bound:
     """The magnitudes a quantity kind accepts: 0, or lo <= |x| <= hi (docs/mech-format.md, "Bounds").
 
     Wide enough for a 1 µg part or a 10,000 t machine at nm-to-10 km scales; narrow enough that no product the
     algorithms form (inertia × acceleration², stiffness × length, 1/T², ...) overflows or reaches the
-    subnormal range, where values lose precision and their reciprocals overflow."""
+    subnormal range, where values lose precision and their reciprocals overflow. Tests replace `check` to
+    switch the bounds off."""
 
     kind: str
     unit: str
@@ -93,31 +94,31 @@ class _Bound:
 
     def check(self, x: float, tok: str, w: _Where, positive: bool) -> float:
         if abs(x) > self.hi or (x != 0 and abs(x) < self.lo):
-            span = f"{_short(self.lo)} <= value" if positive else f"0 or {_short(self.lo)} <= |value|"
-            raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected {span} <= {_short(self.hi)}"
+            span = f"{short_number(self.lo)} <= value" if positive else f"0 or {short_number(self.lo)} <= |value|"
+            raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected {span} <= {short_number(self.hi)}"
                            f"{' ' + self.unit if self.unit else ''} (docs/mech-format.md, Bounds)")
         return x
 
 
-def _short(x: float) -> str:
+def short_number(x: float) -> str:
     """1e-9, 1e4: a bound as the docs write it."""
     return re.sub(r"e([+-])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], f"{x:.0e}")
 
 
-LENGTH = _Bound("length", "m", 1e-9, 1e4)
-MASS = _Bound("mass", "kg", 1e-9, 1e7)
-INERTIA = _Bound("moment of inertia", "kg m^2", 1e-27, 1e15)
-STIFFNESS = _Bound("stiffness", "N/m or N m/rad", 1e-9, 1e12)
-DAMPING = _Bound("damping", "N s/m or N m s/rad", 1e-9, 1e12)
-COORDINATE = _Bound("joint coordinate", "m or rad", 1e-9, 1e4)
-DIRECTION = _Bound("direction component", "", 1e-9, 1e4)
-ACCELERATION = _Bound("gravity component", "m/s^2", 1e-9, 1e4)
-TIME = _Bound("time constant", "s", 1e-6, 1e6)
-FRICTION = _Bound("friction coefficient", "", 1e-9, 1e3)
+LENGTH = Bound("length", "m", 1e-9, 1e4)
+MASS = Bound("mass", "kg", 1e-9, 1e7)
+INERTIA = Bound("moment of inertia", "kg m^2", 1e-27, 1e15)
+STIFFNESS = Bound("stiffness", "N/m or N m/rad", 1e-9, 1e12)
+DAMPING = Bound("damping", "N s/m or N m s/rad", 1e-9, 1e12)
+COORDINATE = Bound("joint coordinate", "m or rad", 1e-9, 1e4)
+DIRECTION = Bound("direction component", "", 1e-9, 1e4)
+ACCELERATION = Bound("gravity component", "m/s^2", 1e-9, 1e4)
+TIME = Bound("time constant", "s", 1e-6, 1e6)
+FRICTION = Bound("friction coefficient", "", 1e-9, 1e3)
 BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION)
 
 
-def _number(tok: str, w: _Where, bound: _Bound, positive: bool = False) -> float:
+def _number(tok: str, w: _Where, bound: Bound, positive: bool = False) -> float:
     shown = tok if len(tok) <= 40 else f"{tok[:24]}...{tok[-8:]}"  # a 400-digit literal fits the message line
     if not _NUMBER.fullmatch(tok):
         raise _Invalid(f"bad number '{shown}' for {w}; expected a finite decimal literal such as 1, -0.5 or 2e-5")
@@ -127,7 +128,7 @@ def _number(tok: str, w: _Where, bound: _Bound, positive: bool = False) -> float
     return bound.check(x, shown, w, positive)
 
 
-def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: str = "",
+def _scalar(bound: Bound, ok: Callable[[float], bool] | None = None, expect: str = "",
             positive: bool = False) -> Converter:
     def conv(f: list[str], w: _Where) -> float:
         x = _number(f[0], w, bound, positive)
@@ -138,11 +139,11 @@ def _scalar(bound: _Bound, ok: Callable[[float], bool] | None = None, expect: st
     return conv
 
 
-def _positive(bound: _Bound) -> Converter:
+def _positive(bound: Bound) -> Converter:
     return _scalar(bound, lambda x: x > 0, "a number > 0", positive=True)
 
 
-def _nonneg(bound: _Bound) -> Converter:
+def _nonneg(bound: Bound) -> Converter:
     return _scalar(bound, lambda x: x >= 0, "a number >= 0")
 
 
@@ -158,7 +159,7 @@ def _integer(lo: int) -> Converter:
 _TEETH = _integer(1)
 
 
-def _vec(bound: _Bound) -> Converter:
+def _vec(bound: Bound) -> Converter:
     def conv(f: list[str], w: _Where) -> np.ndarray:
         return _frozen([_number(t, w, bound) for t in f])
 
@@ -684,10 +685,10 @@ def parse(text: str, path: str = "<string>", name: str | None = None, assemble: 
     """
     stmts, settings = _read(text, path)
     model = _Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings)
-    return _assemble(model) if assemble else model
+    return assemble_model(model) if assemble else model
 
 
-def _assemble(model: Model) -> Model:
+def assemble_model(model: Model) -> Model:
     """The model with its design pose closed onto the loop constraints (a no-op without loops)."""
     if not model.loops:
         return model

@@ -14,7 +14,7 @@ from mechdyn.cliutil import run
 from mechdyn.core.parse import load_model, parse
 from mechdyn.export import export_mjcf, export_urdf
 
-from .conftest import MODELS
+from tests.conftest import MODELS
 
 FLOATING = """
 body a

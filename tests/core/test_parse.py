@@ -24,7 +24,7 @@ def parse(text: str, *args, **kwargs):
 # the package re-exports the function `parse`, which shadows the submodule's attribute
 parse_module = importlib.import_module("mechdyn.core.parse")
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "mech-format.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "mech-format.md"
 
 # Every construct of the format. Bodies: floating, revolute, prismatic, on a
 # support path of depth 2 (slider -> arm) and below a floating body (chassis -> wheel).

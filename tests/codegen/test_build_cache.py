@@ -32,14 +32,8 @@ from mechdyn.core.parse import load_model
 from mechdyn.core.sample import random_state, scaled_error
 from tests.conftest import in_pty
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOOPZOO = str(ROOT / "tests" / "data" / "loopzoo.mech")
-
-
-@pytest.fixture
-def fresh_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
-    return tmp_path
 
 
 # -- the key: the model's content ------------------------------------------------

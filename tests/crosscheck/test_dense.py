@@ -5,7 +5,7 @@ force elements the files in models/ do not. The last section runs every model in
 through the parser and the `crosscheck dense` comparison.
 
 Random states, the scaled error and the integration rule are the project's shared ones (mechdyn.core.sample,
-mechdyn.core.integrate); body velocities against finite differences of poses are tests/test_kinematics.py's job.
+mechdyn.core.integrate); body velocities against finite differences of poses are tests/core/test_kinematics.py's job.
 """
 from __future__ import annotations
 
@@ -305,7 +305,7 @@ RATE_CASES = [pytest.param(BUILT[n], 30, 4, id=n) for n in BUILT] + \
 def test_point_and_tsda_rates_are_dq_dt(make, n, seed):
     """Body-fixed points and TSDA lengths move at the rates point_state / tsda_state report along integrate(q, qd, t).
 
-    Body velocities themselves are checked for every model in models/ by tests/test_kinematics.py.
+    Body velocities themselves are checked for every model in models/ by tests/core/test_kinematics.py.
     """
     model = make() if callable(make) else load_model(make)
     err = rates_error(model, n, seed)
@@ -510,7 +510,7 @@ def test_planted_mcI_sign_bug_is_caught(monkeypatch):
 
 def test_doc_example():
     """The example in docs/mech-format.md parses and runs through both routes."""
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "mech-format.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "mech-format.md").read_text()
     text = doc.split("## Example", 1)[1].split("```", 2)[1]
     model = parse(text)
     check = crba_vs_aba(model, trials=1000, seed=0)

@@ -89,7 +89,7 @@ def test_bench_peers_closes_a_loop_models_loops_in_pinocchio_too(tmp_path, monke
     from mechdyn.dynamics import Dynamics
 
     path = tmp_path / "loopzoo_fext.mech"
-    zoo = (Path(__file__).parent / "data" / "loopzoo.mech").read_text()
+    zoo = (Path(__file__).parents[1] / "data" / "loopzoo.mech").read_text()
     path.write_text(zoo.replace("body door\n", "body door\n  fext 1\n", 1))
     dyn = Dynamics(load_model(path))
     assert {lp.joint for lp in dyn.model.loops} == set(pint.LOOPS) and any(b.fext for b in dyn.model.bodies)

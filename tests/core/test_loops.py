@@ -15,7 +15,7 @@ from mechdyn.core.loops import closure, project_qd
 from mechdyn.core.parse import MechError, load_model, parse
 from mechdyn.core.sample import manifold_states, random_q, scaled_error
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 ZOO = DATA / "loopzoo.mech"  # one loop of every type
 FOURBAR = DATA / "fourbar_min.mech"
 H = 1e-5
