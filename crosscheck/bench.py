@@ -68,30 +68,14 @@ def bench_dense(dyn: Dynamics, repeats: int = 7, seconds: float = 0.2, dense_cal
 
 GEN_DRIVER = r"""/* mechdyn's timing loop (mechdyn/bench.py TIMING_C) over a compiled mechdyn module's fwd_dyn and a pool of
  * states, for callgrind (crosscheck/bench.py).
- * usage: gen_driver MODULE.so POOL.bin NPOOL NCALLS; POOL.bin holds Q, QD, TAU, FEXT, ACT blocks of NPOOL rows.
- * The module is a cffi extension: its Python entry points bind lazily and are never called here, and its one
- * data reference into libpython resolves at dlopen against this definition (the driver links with -rdynamic). */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-char _Py_NoneStruct[64];
-""" + TIMING_C + r"""
-static int geti(void *h, const char *name)
-{
-    const int *p = (const int *)dlsym(h, name);
-    if (!p) { fprintf(stderr, "%s: %s\n", name, dlerror()); exit(3); }
-    return *p;
-}
-
+ * usage: gen_driver MODULE.so POOL.bin NPOOL NCALLS; POOL.bin holds Q, QD, TAU, FEXT, ACT blocks of NPOOL rows. */
+""" + callgrind.MODULE_DRIVER_C + TIMING_C + r"""
 int main(int argc, char **argv)
 {
     if (argc != 5) { fprintf(stderr, "usage: %s MODULE.so POOL.bin NPOOL NCALLS\n", argv[0]); return 2; }
-    void *h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
-    md_fwd_dyn_fn f = (md_fwd_dyn_fn)dlsym(h, "fwd_dyn");
-    if (!f) { fprintf(stderr, "fwd_dyn: %s\n", dlerror()); return 3; }
-    long nq = geti(h, "fwd_dyn_nq"), nv = geti(h, "fwd_dyn_nv"), nb = geti(h, "fwd_dyn_nbody"), na = geti(h, "fwd_dyn_nact");
+    long size[4];
+    md_fwd_dyn_fn f = (md_fwd_dyn_fn)md_open(argv[1], size);
+    long nq = size[0], nv = size[1], nb = size[2], na = size[3];
     long npool = atol(argv[3]), ncalls = atol(argv[4]), n = npool * (nq + 2 * nv + 6 * nb + na);
     double *pool = malloc(sizeof(double) * (size_t)(n + 1)), *out = malloc(sizeof(double) * (size_t)nv), chk = 0.0;
     FILE *fp = fopen(argv[2], "rb");

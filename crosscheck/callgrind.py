@@ -17,6 +17,33 @@ from pathlib import Path
 from tqdm import tqdm
 
 
+# The opening both call drivers share (crosscheck/golden.py DRIVER_C, crosscheck/bench.py GEN_DRIVER): open a
+# compiled mechdyn module and read its fwd_dyn and sizes.
+MODULE_DRIVER_C = r"""#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The module is a cffi extension for Python: its Python entry points bind lazily and are never called here, and
+ * its one data reference into libpython resolves at dlopen against this definition (drivers link with -rdynamic). */
+char _Py_NoneStruct[64];
+
+/* fwd_dyn of the module at path, with its sizes nq, nv, nbody, nact in size[]; exit 3 when any is missing */
+static void *md_open(const char *path, long size[4])
+{
+    static const char *names[4] = {"fwd_dyn_nq", "fwd_dyn_nv", "fwd_dyn_nbody", "fwd_dyn_nact"};
+    void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    void *f = h ? dlsym(h, "fwd_dyn") : 0;
+    if (!f) { fprintf(stderr, "%s: %s\n", path, dlerror()); exit(3); }
+    for (int k = 0; k < 4; ++k) {
+        const int *p = (const int *)dlsym(h, names[k]);
+        if (!p) { fprintf(stderr, "%s: %s\n", names[k], dlerror()); exit(3); }
+        size[k] = *p;
+    }
+    return f;
+}
+"""
+
+
 def valgrind() -> str | None:
     """The valgrind executable, or None where it is not installed."""
     return shutil.which("valgrind")

@@ -289,36 +289,18 @@ def toolchain_text(t: dict[str, str] | None) -> str:
 DRIVER_C = r"""/* Calls fwd_dyn of a compiled mechdyn module over a pool of states, for callgrind (crosscheck/golden.py).
  * usage: driver MODULE.so STATES.bin NPOOL CYCLES; STATES.bin holds NPOOL records of
  * q[nq] qd[nv] tau[nv] fext[6 nbody] act[nact] as native doubles. Prints the calls and a checksum. */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-/* The module is a cffi extension for Python. Its Python entry points are bound
- * lazily and never called here; its one data reference into libpython must
- * resolve at dlopen, so the driver (linked with -rdynamic) provides it. */
-char _Py_NoneStruct[64];
-
+""" + callgrind.MODULE_DRIVER_C + r"""
 typedef void (*fwd_fn)(const double *, const double *, const double *, const double *, const double *, double *);
 
 /* callgrind --zero-before=mechdyn_measure_start: the counts start here. */
 __attribute__((noinline)) void mechdyn_measure_start(void) { __asm__ volatile(""); }
 
-static int geti(void *h, const char *name)
-{
-    const int *p = (const int *)dlsym(h, name);
-    if (!p) { fprintf(stderr, "%s: %s\n", name, dlerror()); exit(3); }
-    return *p;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 5) { fprintf(stderr, "usage: %s MODULE.so STATES.bin NPOOL CYCLES\n", argv[0]); return 2; }
-    void *h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
-    fwd_fn f = (fwd_fn)dlsym(h, "fwd_dyn");
-    if (!f) { fprintf(stderr, "fwd_dyn: %s\n", dlerror()); return 3; }
-    int nq = geti(h, "fwd_dyn_nq"), nv = geti(h, "fwd_dyn_nv");
-    int nbody = geti(h, "fwd_dyn_nbody"), nact = geti(h, "fwd_dyn_nact");
+    long size[4];
+    fwd_fn f = (fwd_fn)md_open(argv[1], size);
+    int nq = (int)size[0], nv = (int)size[1], nbody = (int)size[2], nact = (int)size[3];
     long npool = atol(argv[3]), cycles = atol(argv[4]), rec = nq + 2L * nv + 6L * nbody + nact;
     double *pool = malloc(sizeof(double) * (size_t)(npool * rec + 1)), *out = malloc(sizeof(double) * (size_t)nv);
     FILE *fp = fopen(argv[2], "rb");

@@ -23,7 +23,7 @@ from functools import cached_property
 
 import numpy as np
 
-from mechdyn.core.model import BASE, Loop, Model
+from mechdyn.core.model import BASE, LOOP_ROWS, Loop, Model
 from mechdyn.export import urdf
 
 try:
@@ -204,18 +204,12 @@ def _loop_rows(pm: PinModel, lp: Loop, fp: int, fs: int):
     T = lp.triad  # the documented completion of the axis, a definition rather than an algorithm
     u, w, a = (Rp @ T).T
     us, ws_, as_ = (Rs @ T).T
-    xyz = [sep(Rp[:, k]) for k in range(3)]
-    match lp.joint:
-        case "spherical":
-            return xyz
-        case "revolute":
-            return xyz + [dirs(u, as_), dirs(w, as_)]
-        case "prismatic":
-            return [sep(u), sep(w), dirs(u, as_), dirs(w, as_), dirs(u, ws_)]
-        case "cylindrical":
-            return [sep(u), sep(w), dirs(u, as_), dirs(w, as_)]
-        case "point-on-line":
-            return [sep(u), sep(w)]
-        case "distance":
-            return [(d @ dJ, float(dd @ dd + d @ d2), 0.5 * float(d @ d - lp.length**2))]
-    raise ValueError(f"unknown loop joint {lp.joint!r}")
+    if lp.joint not in LOOP_ROWS:
+        raise ValueError(f"unknown loop joint {lp.joint!r}")
+    axes = {"x": Rp[:, 0], "y": Rp[:, 1], "z": Rp[:, 2], "u": u, "w": w, "as": as_, "ws": ws_}
+
+    def dist():  # (d·d − L²)/2
+        return d @ dJ, float(dd @ dd + d @ d2), 0.5 * float(d @ d - lp.length**2)
+
+    return [sep(axes[n[0]]) if kind == "sep" else dirs(axes[n[0]], axes[n[1]]) if kind == "dirs" else dist()
+            for kind, *n in LOOP_ROWS[lp.joint]]

@@ -15,7 +15,7 @@ import scipy.linalg
 
 from .integrate import integrate
 from .kinematics import Kinematics, forward_kinematics, point_state
-from .model import BASE, Loop, Model
+from .model import BASE, LOOP_ROWS, Loop, Model
 
 
 @dataclass(frozen=True)
@@ -51,21 +51,19 @@ def loop_rows(model: Model, kin: Kinematics, lp: Loop) -> list[Row]:
     def dirs(e1: np.ndarray, e2: np.ndarray) -> Row:
         return Row("dirs", float(e1 @ e2), np.concatenate([cross(e2, e1), np.zeros(3)]), e1, e2)
 
-    xyz = [sep(Rp[:, k]) for k in range(3)]
-    match lp.joint:
-        case "spherical":
-            return xyz
-        case "revolute":
-            return xyz + [dirs(u, as_), dirs(w, as_)]
-        case "prismatic":
-            return [sep(u), sep(w), dirs(u, as_), dirs(w, as_), dirs(u, ws)]
-        case "cylindrical":
-            return [sep(u), sep(w), dirs(u, as_), dirs(w, as_)]
-        case "point-on-line":
-            return [sep(u), sep(w)]
-        case "distance":
-            return [Row("dist", 0.5 * float(d @ d - lp.length * lp.length), np.concatenate([cross(S, d), d]), d, None)]
-    raise ValueError(f"unknown loop joint {lp.joint!r}")
+    if lp.joint not in LOOP_ROWS:
+        raise ValueError(f"unknown loop joint {lp.joint!r}")
+    axes = {"x": Rp[:, 0], "y": Rp[:, 1], "z": Rp[:, 2], "u": u, "w": w, "as": as_, "ws": ws}
+    rows = []
+    for kind, *names in LOOP_ROWS[lp.joint]:
+        if kind == "sep":
+            rows.append(sep(axes[names[0]]))
+        elif kind == "dirs":
+            rows.append(dirs(axes[names[0]], axes[names[1]]))
+        else:
+            rows.append(Row("dist", 0.5 * float(d @ d - lp.length * lp.length), np.concatenate([cross(S, d), d]), d,
+                            None))
+    return rows
 
 
 def body_jacobian(model: Model, kin: Kinematics, i: int) -> np.ndarray:

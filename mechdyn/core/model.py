@@ -16,15 +16,21 @@ BASE = -1  # parent index of a body attached to the fixed base
 JointKind = Literal["revolute", "prismatic", "floating"]
 LoopKind = Literal["revolute", "prismatic", "cylindrical", "spherical", "point-on-line", "distance"]
 
-# constraints imposed by each loop joint type
-LOOP_NC: dict[str, int] = {
-    "revolute": 5,
-    "prismatic": 5,
-    "cylindrical": 4,
-    "spherical": 3,
-    "point-on-line": 2,
-    "distance": 1,
+# Each loop joint's closure rows, in the order docs/conventions.md lists them, with d = S − P between the anchors:
+# ("sep", e) is e·d for e fixed to the predecessor (x, y, z of its frame, or u, w of the loop's triad);
+# ("dirs", e1, e2) is e1·e2 for e1 of the predecessor's triad and e2 of the successor's (as, ws: its a and w);
+# ("dist",) is (d·d − L²)/2. The routes that build rows (mechdyn/core/loops.py, the Pinocchio cross-check) read it.
+LOOP_ROWS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "revolute": (("sep", "x"), ("sep", "y"), ("sep", "z"), ("dirs", "u", "as"), ("dirs", "w", "as")),
+    "prismatic": (("sep", "u"), ("sep", "w"), ("dirs", "u", "as"), ("dirs", "w", "as"), ("dirs", "u", "ws")),
+    "cylindrical": (("sep", "u"), ("sep", "w"), ("dirs", "u", "as"), ("dirs", "w", "as")),
+    "spherical": (("sep", "x"), ("sep", "y"), ("sep", "z")),
+    "point-on-line": (("sep", "u"), ("sep", "w")),
+    "distance": (("dist",),),
 }
+
+# constraints imposed by each loop joint type
+LOOP_NC: dict[str, int] = {joint: len(rows) for joint, rows in LOOP_ROWS.items()}
 
 
 def _frozen(a) -> np.ndarray:
