@@ -101,6 +101,17 @@ class Dynamics:
                 runs.append([48 * i, 48 * (i + 1)])
         self._no_fext_runs, self._zero_fext_bytes = [(lo, hi) for lo, hi in runs], bytes(48 * model.nbody)
 
+    @property
+    def ffi(self):
+        """The compiled module's cffi FFI, for calling the generated C directly (codegen/capi.py's table)."""
+        return self._ffi
+
+    @property
+    def lib(self):
+        """The compiled module's C functions and constants, unchecked: every argument is the caller's to get right
+        (the methods below check them)."""
+        return self._lib
+
     def __repr__(self) -> str:
         return f"<mechdyn.Dynamics {self.model.name}: nq {self.nq}, nv {self.nv}, nact {self.nact}>"
 

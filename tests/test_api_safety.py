@@ -156,7 +156,7 @@ def test_fwd_dyn_sim_clamps_the_schedule_index_on_both_sides():
     end holds the last, and reads none of the NaN guard rows placed before and after the schedule (on e292858 the
     index was clamped only from above, so a negative dt_sched read the guard row before sample 0)."""
     d = mechdyn.load("elbow")
-    ffi, lib = d._ffi, d._lib
+    ffi, lib = d.ffi, d.lib
     nsched = 4
     guarded = np.full((nsched + 2, d.nv), np.nan)
     guarded[1:-1] = np.arange(nsched)[:, None] * np.ones(d.nv)  # sample s is the torque s on every joint
@@ -288,8 +288,8 @@ def test_find_refuses_unknown_kinds_and_matches_whole_names():
         d.find("body", "flange")
     # the C function: -2 for an unknown kind, -1 for a known kind without the name (elbow has no POIs at all)
     e = mechdyn.load("elbow")
-    assert d._lib.fwd_dyn_find(b"body", b"hook") == -2 and d._lib.fwd_dyn_find(b"poi", b"hoo") == -1
-    assert e._lib.fwd_dyn_find(b"poi", b"x") == -1 and e._lib.fwd_dyn_find(b"bogus", b"x") == -2
+    assert d.lib.fwd_dyn_find(b"body", b"hook") == -2 and d.lib.fwd_dyn_find(b"poi", b"hoo") == -1
+    assert e.lib.fwd_dyn_find(b"poi", b"x") == -1 and e.lib.fwd_dyn_find(b"bogus", b"x") == -2
 
 
 def test_find_roundtrip_check_fails_on_a_planted_prefix_match(monkeypatch):
@@ -298,7 +298,7 @@ def test_find_roundtrip_check_fails_on_a_planted_prefix_match(monkeypatch):
 
     d = mechdyn.load("springpend")
     assert find_roundtrip(d).value == 0
-    monkeypatch.setattr(d, "find", lambda kind, name: int(d._lib.fwd_dyn_find(kind.encode(), name.encode())))
+    monkeypatch.setattr(d, "find", lambda kind, name: int(d.lib.fwd_dyn_find(kind.encode(), name.encode())))
     assert find_roundtrip(d).value == 2  # the NUL-tailed name is found, the bogus kind returns instead of raising
 
 
