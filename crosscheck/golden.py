@@ -26,7 +26,7 @@ pool make the figure an exact average, identical on every run.
 The counting build. The production build's flags (`-march=native` by default,
 or $MECHDYN_CFLAGS) depend on the host CPU, and valgrind cannot decode the
 AVX-512 code `-march=native` emits where the CPU has it. So instructions are
-counted on a build of its own, compiled with `count_flags()` whatever
+counted on a build of its own, compiled with `flags.counting()` whatever
 $MECHDYN_CFLAGS says: `-O2 -march=x86-64-v3 -mtune=generic -fno-math-errno` on
 x86-64 (AVX2 and FMA, which valgrind decodes; gcc reads no cpuid for a named
 -march), the compiler's default target elsewhere. The figure then depends on
@@ -81,7 +81,6 @@ INSTRUCTIONS_SLACK = 0.05  # instructions per call may grow by 5 %
 CYCLES = 3  # measured passes over the pool, after one warm-up pass
 # instructions are counted on a build for a fixed target, never -march=native (see the module docstring);
 # mechdyn.codegen.flags decides the flags of every build
-COUNT_FLAGS_X86_64, COUNT_FLAGS_OTHER = flags.COUNT_FLAGS_X86_64, flags.COUNT_FLAGS_OTHER
 # x86-64-v3's features as /proc/cpuinfo names them (abm: lzcnt); a CPU without them cannot run the counting build
 X86_64_V3_CPU_FLAGS = ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")
 CPUINFO = Path("/proc/cpuinfo")
@@ -245,15 +244,12 @@ def resolved_options(cc: tuple[str, ...], cflags: tuple[str, ...]) -> tuple[str,
     return ()
 
 
-count_flags = flags.counting  # the flags of the build whose instructions are counted
-
-
 def counting_unavailable() -> str | None:
     """Why instructions cannot be counted here, or None: no valgrind, or a CPU that cannot run the counting build
     (the checksum runs it natively, and valgrind decodes only what the host CPU has)."""
     if valgrind() is None:
         return "valgrind not found: apt-get install valgrind"
-    if count_flags() != list(COUNT_FLAGS_X86_64):
+    if flags.counting() != list(flags.COUNT_FLAGS_X86_64):
         return None
     try:
         cpu = next((ln.split(":", 1)[1].split() for ln in CPUINFO.read_text().splitlines()
@@ -262,12 +258,12 @@ def counting_unavailable() -> str | None:
         cpu = None
     missing = [f for f in X86_64_V3_CPU_FLAGS if cpu is not None and f not in cpu]
     return (f"this CPU lacks {' '.join(missing)} of x86-64-v3, which the instruction-counting build "
-            f"({shlex.join(count_flags())}) needs" if missing else None)
+            f"({shlex.join(flags.counting())}) needs" if missing else None)
 
 
 def toolchain() -> dict[str, str]:
     """Everything an instruction count depends on besides the generated code and its inputs."""
-    cc, counting = tuple(flags.cc()), count_flags()
+    cc, counting = tuple(flags.cc()), flags.counting()
     opts = resolved_options(cc, tuple(counting))
     vg = _valgrind_version(valgrind()) if valgrind() else "none"
     return {
@@ -331,8 +327,8 @@ def driver() -> Path:
 
 
 def measurement_build(model: Model) -> Dynamics:
-    """The build whose instructions are counted: the model compiled with count_flags(), not the production flags."""
-    return Dynamics(model, cflags=count_flags())
+    """The build whose instructions are counted: the model compiled with flags.counting(), not the production flags."""
+    return Dynamics(model, cflags=flags.counting())
 
 
 @dataclass(frozen=True)

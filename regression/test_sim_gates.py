@@ -1,4 +1,4 @@
-"""Trajectory gates: integration order on tree models, reversibility and the dampers' work everywhere, closure drift
+"""Trajectory gates: integration order on tree models, reversibility everywhere, the dampers' work on damped models, closure drift
 on loop models."""
 import pytest
 

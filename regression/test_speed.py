@@ -21,7 +21,7 @@ from dataclasses import replace
 import pytest
 
 from crosscheck import golden
-from mechdyn.codegen import crba
+from mechdyn.codegen import crba, flags
 from mechdyn.codegen import expr
 from mechdyn.codegen import generate as gen_module
 from mechdyn.codegen.build import compiler, module_name
@@ -115,14 +115,14 @@ def test_required_toolchain_fails_an_incomparable_golden(monkeypatch):
 def test_counting_flags_resolve_without_the_host():
     """The counting flags name a fixed target: the compiler proper gets them as given, reading no cpuid."""
     cc = tuple(compiler()[0])
-    flags = tuple(golden.count_flags())
-    assert "-march=native" not in flags and "-mtune=native" not in flags
-    opts = golden.resolved_options(cc, flags)
+    counting = tuple(flags.counting())
+    assert "-march=native" not in counting and "-mtune=native" not in counting
+    opts = golden.resolved_options(cc, counting)
     if not golden.toolchain()["target"].startswith("x86_64") or not opts or "-target-cpu" in opts:
         pytest.skip(f"this check reads gcc's cc1 options on x86-64; {golden.toolchain()['compiler']} "
                     f"({golden.toolchain()['target']}) gave {opts}")
-    print(f"{shlex.join(flags)} -> cc1 gets {shlex.join(opts)}")
-    assert opts and set(opts) <= set(flags), opts
+    print(f"{shlex.join(counting)} -> cc1 gets {shlex.join(opts)}")
+    assert opts and set(opts) <= set(counting), opts
     assert golden.toolchain()["target"].endswith(" ".join(opts))
     native = golden.resolved_options(cc, ("-O2", "-march=native"))  # what the check catches: host expansion
     assert not set(native) <= {"-O2", "-march=native"}, native
@@ -149,8 +149,8 @@ def test_count_ignores_production_flags(production, monkeypatch):
 
 def test_a_cpu_without_x86_64_v3_cannot_count(monkeypatch, tmp_path):
     """A CPU that cannot run the counting build is refused with the reason, before any build runs under valgrind."""
-    if golden.count_flags() != list(golden.COUNT_FLAGS_X86_64) or golden.valgrind() is None:
-        pytest.skip(f"needs valgrind and the x86-64 counting flags; have {golden.count_flags()}")
+    if flags.counting() != list(flags.COUNT_FLAGS_X86_64) or golden.valgrind() is None:
+        pytest.skip(f"needs valgrind and the x86-64 counting flags; have {flags.counting()}")
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 popcnt avx xsave\n")
     monkeypatch.setattr(golden, "CPUINFO", cpuinfo)
