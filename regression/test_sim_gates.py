@@ -1,5 +1,5 @@
-"""Trajectory gates: integration order on tree models, reversibility everywhere, the dampers' work on damped models, closure drift
-on loop models."""
+"""Trajectory gates: integration order on tree models, reversibility everywhere, the dampers' work on damped
+models, closure drift on loop models."""
 import pytest
 
 from crosscheck import trajectory as checks
