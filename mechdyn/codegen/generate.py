@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mechdyn.core.model import Model
 
 from .capi import CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
+from .aba import apply_Hinv, articulated_inertias, loop_solve
 from .crba import mass_matrix
 from .elements import element_forces, tsda_state
 from .expr import OPS_COUNTED, Builder, Sym, Val
@@ -35,6 +36,7 @@ class Generated:
     source: str  # the C translation unit
     ops: Counter  # live operations in fwd_dyn, by kind
     observe_len: int
+    route: Route  # the solve taken, and both routes' operation counts
 
     @property
     def flops(self) -> int:
@@ -42,24 +44,36 @@ class Generated:
         return sum(self.ops[o] for o in OPS_COUNTED)
 
 
-def dynamics_builder(model: Model, eager: bool = False) -> Builder:
-    """fwd_dyn as built, in pass order: kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system
-    with loops (`eager`: the LᵀDL's updates subtracted as they come, ltdl.py)."""
+ROUTES = {  # the two ways fwd_dyn solves for qdd, each under its name, without and with loops
+    "crba": ("CRBA + sparse LᵀDL", "CRBA + sparse LDLᵀ of the KKT system"),
+    "aba": ("articulated-body algorithm", "articulated-body algorithm + method 2 (1 + nc solves)"),
+}
+
+
+def dynamics_builder(model: Model, route: str = "crba", eager: bool = False) -> Builder:
+    """fwd_dyn as built, in pass order: kinematics, then H (route "crba") or the articulated inertias ("aba"),
+    C, elements, and the solve of H qdd = tau − C + Q: by LᵀDL, or the KKT system with loops (`eager`: the
+    LᵀDL's updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder(path=model.path)
     kin = TreeKinematics(b, model)
-    H = mass_matrix(b, kin)
-    lam = expanded_parents(model)
-    check_sparsity(H, lam)
+    if route == "crba":
+        H = mass_matrix(b, kin)
+        lam = expanded_parents(model)
+        check_sparsity(H, lam)
+    else:
+        art = articulated_inertias(b, kin)
     C = bias_force(b, kin)
     Q = element_forces(b, kin)
     rhs: list[Val] = [b.add(b.sub(Sym(f"tau[{i}]"), C[i]), Q.get(i, 0.0)) for i in range(model.nv)]
-    if model.loops:
-        rows = []
-        for lp in model.loops:
-            with b.at(model.path, lp.line, f"loop '{lp.name}'"):
-                rows += loop_rows(b, kin, lp)
+    rows = []
+    for lp in model.loops:
+        with b.at(model.path, lp.line, f"loop '{lp.name}'"):
+            rows += loop_rows(b, kin, lp)
+    if route == "aba":
+        qdd = loop_solve(b, kin, art, rhs, rows) if rows else apply_Hinv(b, kin, art, rhs)
+    elif rows:
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:
         qdd = ltdl_forward(b, H, lam, rhs, floating_blocks(model), eager)
@@ -68,13 +82,38 @@ def dynamics_builder(model: Model, eager: bool = False) -> Builder:
     return b
 
 
-def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
-    """The statements of fwd_dyn, scheduled (schedule.py), without their sincos batch; the operation counts; the
-    angles of the batch."""
-    b = dynamics_builder(model)
-    if not model.loops and schedule.keeps_emitted_order(len(b.live())):  # then factor eagerly (ltdl.py)
-        b = dynamics_builder(model, eager=True)
-    return (*b.finish(sincos=False, scheduled=True), b.angles)
+def route_builder(model: Model, route: str) -> Builder:
+    """fwd_dyn by `route`, the CRBA's LᵀDL factored eagerly in a function that keeps the emitted order."""
+    b = dynamics_builder(model, route)
+    if route == "crba" and not model.loops and schedule.keeps_emitted_order(len(b.live())):
+        b = dynamics_builder(model, route, eager=True)
+    return b
+
+
+@dataclass(frozen=True)
+class Route:
+    """The solve fwd_dyn takes, chosen by operation count, and the count of each route."""
+    name: str  # a key of ROUTES
+    flops: dict[str, int]
+
+    def describe(self, model: Model) -> str:
+        counts = "; ".join(f"{ROUTES[r][bool(model.loops)]}: {n} operations" for r, n in self.flops.items())
+        return f"{ROUTES[self.name][bool(model.loops)]}, the fewer operations ({counts})"
+
+
+def choose_route(model: Model) -> tuple[Route, Builder]:
+    """Both routes built, the one with fewer operations taken (the CRBA's on a tie)."""
+    built = {r: route_builder(model, r) for r in ROUTES}
+    flops = {r: sum(n for op, n in b.finish()[1].items() if op in OPS_COUNTED) for r, b in built.items()}
+    name = min(ROUTES, key=lambda r: (flops[r], r != "crba"))
+    return Route(name, flops), built[name]
+
+
+def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str], Route]:
+    """The statements of fwd_dyn by the cheaper route, scheduled (schedule.py), without their sincos batch; the
+    operation counts; the angles of the batch; the route."""
+    route, b = choose_route(model)
+    return (*b.finish(sincos=False, scheduled=True), b.angles, route)
 
 
 def observe_body(model: Model) -> tuple[list[str], Counter]:
@@ -141,6 +180,7 @@ class Passes:
     observe_ops: Counter
     power: list[str]  # the dampers' power, empty if nothing dissipates (stepper.py)
     power_ops: Counter
+    route: Route
 
     @property
     def nobs(self) -> int:
@@ -155,10 +195,10 @@ def passes(model: Model) -> Passes:
     """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power."""
     shifts = frames.shifts(model)
     framed = frames.slide(model, shifts)
-    body, ops, angles = dynamics_body(framed)
+    body, ops, angles, route = dynamics_body(framed)
     obs, obs_ops = observe_body(framed) if observe_length(model) else ([], Counter())
     power, power_ops = power_body(framed) if damped(model) else ([], Counter())
-    return Passes(model, shifts, body, ops, angles, obs, obs_ops, power, power_ops)
+    return Passes(model, shifts, body, ops, angles, obs, obs_ops, power, power_ops, route)
 
 
 def _indent(lines: list[str]) -> str:
@@ -170,6 +210,7 @@ def header_comment(p: Passes) -> str:
     m = p.model
     return (f"/* Forward dynamics of model '{m.name}', generated by mechdyn (generator version {GENERATOR_VERSION}).\n"
             f" * nq {m.nq}, nv {m.nv}, bodies {m.nbody}, act slots {m.nact}; {p.flops} operations per call.\n"
+            f" * Solve: {p.route.describe(m)}.\n"
             f" * Body frames slid along their joint axes (codegen/frames.py; q, qd, qdd, tau, fext and act as in the "
             f"model):\n"
             f" *   {frames.describe(m, p.shifts)}.\n"
@@ -242,4 +283,4 @@ def generate(model: Model) -> Generated:
         find_function(p.model),
         stepper_functions(p),
     ])
-    return Generated(model, source, p.ops, p.nobs)
+    return Generated(model, source, p.ops, p.nobs, p.route)
