@@ -64,7 +64,7 @@ def conditioning_gate(model: Model, gate: float, knee: int) -> float:
 
     Two routes that both end in a solve with H disagree by round-off times cond(H). Down an unfolded serial
     chain of n links of pitch p the largest eigenvalue of H grows like n^4 (all n joint rates equal at 1/√n
-    move link k at about k²p/(2√n)) while the smallest stays about one link's inertia, so cond(H) grows like
+    move link k at about k²p/(2√n)) while the smallest stays O(1) in n, so cond(H) grows like
     n^4; random, folded poses keep it and the routes' gap nearer n^3, inside that envelope
     (tests/crosscheck/test_dense_chains.py measures both). Branches side by side do not multiply it, so the
     key is the deepest chain, not nv (twobands: nv 132, depth 69). Below the knee the gate is exactly `gate`.

@@ -80,8 +80,8 @@ def test_the_dense_routes_drift_apart_as_cond_h_grows(closed):
     Why those bounds: the gap is the round-off of two solves with H, about eps·cond(H), and cond(H) of a chain of
     n links lies between n³ (folded poses, which random states mostly are) and n⁴ (unfolded:
     test_cond_h_of_the_unfolded_chain_grows_like_n4), so the slope of a max over 200 draws falls in [2, 5].
-    Seed 000 reported 3.0e-12 / 1.5e-10 / 2.5e-9 on its m113's bands (slope 4.7); these chains, without road
-    wheels and contact, measure lower and nearer n³. A bug in either route would not track cond(H): it would
+    Seed 000 reported 3.0e-12 / 1.5e-10 / 2.5e-9 on its m113's bands (slope 4.7); these chains, without its
+    road-wheel stations and force elements, measure lower and nearer n³. A bug in either route would not track cond(H): it would
     show a gap of its own size (see test_planted_bugs_trip_the_gates), not a few ulps growing with n.
     """
     gaps, conds, text = series(closed)
@@ -92,7 +92,7 @@ def test_the_dense_routes_drift_apart_as_cond_h_grows(closed):
 
 def test_cond_h_of_the_unfolded_chain_grows_like_n4():
     """Straightened out (each pin turned back by the polygon's exterior angle 2π/n), cond(H) of the chain grows like
-    n⁴: λ_max like n⁴ (all joint rates equal move link k at ~k²), λ_min about one shoe's inertia. This is the
+    n⁴: λ_max like n⁴ (all joint rates equal move link k at ~k²), λ_min the same at every length. This is the
     envelope the gates' fourth power follows."""
     conds, lmins = [], []
     for n in LENGTHS:
