@@ -16,6 +16,7 @@ import pytest
 
 import crosscheck.dense.aba
 import crosscheck.dense.loops
+from crosscheck.checks import Check
 from crosscheck.dense import mass_matrix
 from crosscheck.dense_compare import (
     GATE_GEN, GATE_QDD, chain_depth, conditioning_gate, crba_vs_aba, gen_gate, qdd_gate, random_states,
@@ -141,6 +142,12 @@ def test_conditioning_gate_is_flat_to_the_knee_then_quartic():
     assert conditioning_gate(m, 1.0, 15) == 1.0 and conditioning_gate(m, 1.0, 16) == 1.0
     assert conditioning_gate(m, 1.0, 5) == pytest.approx(81.0)
     assert qdd_gate(m) == pytest.approx(1e-12 * (15 / 8) ** 4) and gen_gate(m) == 1e-9  # below the cap
+
+
+def test_report_line_shows_a_size_aware_gate():
+    """A gate that is not a round power of ten is printed with its digits, not rounded to one."""
+    assert "(gate 1.35e-09)" in Check("gen_vs_dense", 0.0, gen_gate(load_model("twobands")), "d").line()
+    assert "(gate 1e-09)" in Check("gen_vs_dense", 0.0, gen_gate(load_model("elbow")), "d").line()
 
 
 NOISE_CASES = [pytest.param(lambda n=n, c=c: chain(n, c), id=f"{'band' if c else 'chain'}{n}")
