@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def num(x: float) -> str:
     return "0" if s == "-0" else s
 
 
-def nums(xs) -> str:
+def nums(xs: Iterable[float]) -> str:
     return " ".join(num(float(x)) for x in xs)
 
 
@@ -58,7 +59,7 @@ def pin_vectors(n: int, pitch: float = PITCH) -> list[tuple[int, int]]:
     """The n pin-to-pin vectors (x, z) of a regular n-gon of side `pitch`, in picometres, summing to exactly 0.
 
     Pin j sits at R (sin 2πj/n, cos 2πj/n − 1): the band starts at its first pin heading +x and turns down
-    (clockwise seen from +y), so an open chain of them hangs below its first pin.
+    (clockwise with x to the right and z up), so an open chain of them hangs below its first pin.
     """
     R = pitch / (2 * math.sin(math.pi / n))
     pins = [(R * math.sin(2 * math.pi * j / n), R * (math.cos(2 * math.pi * j / n) - 1)) for j in range(n)]
