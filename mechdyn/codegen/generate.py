@@ -27,7 +27,7 @@ from .simd import SQRT_C, batch4_function, batch_function
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "10"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "11"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,10 @@ class Route:
     flops: dict[str, int]
 
     def describe(self, model: Model) -> str:
-        counts = "; ".join(f"{ROUTES[r][bool(model.loops)]}: {n} operations" for r, n in self.flops.items())
-        return f"{ROUTES[self.name][bool(model.loops)]}, the fewer operations ({counts})"
+        """The route taken and its count, then the other's: "CRBA + sparse LᵀDL, 742 operations (the …: 935)"."""
+        label = lambda r: ROUTES[r][bool(model.loops)]  # noqa: E731
+        others = "; ".join(f"the {label(r)}: {n}" for r, n in self.flops.items() if r != self.name)
+        return f"{label(self.name)}, {self.flops[self.name]} operations ({others})"
 
 
 def choose_route(model: Model) -> tuple[Route, Builder]:
@@ -107,6 +109,11 @@ def choose_route(model: Model) -> tuple[Route, Builder]:
     flops = {r: sum(n for op, n in b.finish()[1].items() if op in OPS_COUNTED) for r, b in built.items()}
     name = min(ROUTES, key=lambda r: (flops[r], r != "crba"))
     return Route(name, flops), built[name]
+
+
+def route(model: Model) -> Route:
+    """The solve fwd_dyn takes for `model` (its frames slid as generate() slides them), and both routes' counts."""
+    return choose_route(frames.slide(model, frames.shifts(model)))[0]
 
 
 def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str], Route]:
