@@ -23,7 +23,7 @@ from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
 from .rnea import bias_force
 from .stepper import damped, drift_function, power_body, sim_function
-from .simd import SQRT_C, batch4_function, batch_function
+from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
@@ -247,7 +247,7 @@ def constants(p: Passes) -> str:
 
 def forward_function(p: Passes) -> str:
     """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
-    scheduled statements."""
+    scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py)."""
     m = p.model
     guards = []
     if any(bd.fext for bd in m.bodies):
@@ -256,8 +256,8 @@ def forward_function(p: Passes) -> str:
         guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
     unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
               if not used]
-    dyn = sincos_batch(p.angles) + p.body
-    return "\n" + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn) + "}\n"
+    stages, dyn = forward_stages(p.angles, p.body) if staged(p.body) else ("", sincos_batch(p.angles) + p.body)
+    return stages + "\n" + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn) + "}\n"
 
 
 def batch_functions(p: Passes) -> str:
