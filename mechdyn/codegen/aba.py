@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from mechdyn.core.model import BASE
 
 from .crba import body_inertia
+from .elements import element_forces
 from .expr import Builder, Val
 from .kinematics import TreeKinematics
 from .ltdl import ltdl_forward
+from .rnea import bias_force
 from .sspatial import Mat3, Rbi, Vec3, Vec6, mm, transpose, xf_force_T, xf_motion
 
 Sym6 = list[list[Val]]  # a symmetric 6 × 6, both triangles holding the same values
@@ -188,3 +190,12 @@ def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val]
     e = [b.sub(k, Kdot(K, qdd0)) for K, k in rows]
     lam = ltdl_forward(b, A, list(range(-1, len(rows) - 1)), e, [])
     return [b.sum(qdd0[i], *(b.mul(y[i], l) for y, l in zip(Y, lam))) for i in range(kin.model.nv)]
+
+
+def tree_passes(b: Builder, kin: TreeKinematics) -> list[Val]:
+    """The outputs of this route's tree passes: the articulated inertias' U and D⁻¹ (a floating root's whole IA),
+    C and Q; what a frame search (frames.py) counts for it."""
+    art = articulated_inertias(b, kin)
+    factor = [x for i, bd in enumerate(kin.model.bodies)
+              for x in ([y for row in art.IA[i] for y in row] if bd.joint == "floating" else [*art.U[i], art.Dinv[i]])]
+    return [*factor, *bias_force(b, kin), *element_forces(b, kin).values()]

@@ -16,9 +16,9 @@ from .capi import CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for
 from .aba import apply_Hinv, articulated_inertias, loop_solve
 from .crba import mass_matrix
 from .elements import element_forces, tsda_state
-from .expr import OPS_COUNTED, Builder, Sym, Val
+from .expr import OPS_COUNTED, Builder, OverBudget, Sym, Val
 from .kinematics import TreeKinematics
-from . import frames, kkt, schedule
+from . import aba, frames, kkt, schedule
 from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
 from .rnea import bias_force
@@ -50,13 +50,15 @@ ROUTES = {  # the two ways fwd_dyn solves for qdd, each under its name, without 
 }
 
 
-def dynamics_builder(model: Model, route: str = "crba", eager: bool = False) -> Builder:
+def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, budget: int | None = None) -> Builder:
     """fwd_dyn as built, in pass order: kinematics, then H (route "crba") or the articulated inertias ("aba"),
     C, elements, and the solve of H qdd = tau − C + Q: by LᵀDL, or the KKT system with loops (`eager`: the
-    LᵀDL's updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops."""
+    LᵀDL's updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops.
+    Past `budget` emitted operations it raises OverBudget."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder(path=model.path)
+    b.budget = budget
     kin = TreeKinematics(b, model)
     if route == "crba":
         H = mass_matrix(b, kin)
@@ -82,38 +84,80 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False) -> 
     return b
 
 
-def route_builder(model: Model, route: str) -> Builder:
+def route_builder(model: Model, route: str, budget: int | None = None) -> Builder:
     """fwd_dyn by `route`, the CRBA's LᵀDL factored eagerly in a function that keeps the emitted order."""
-    b = dynamics_builder(model, route)
+    b = dynamics_builder(model, route, budget=budget)
     if route == "crba" and not model.loops and schedule.keeps_emitted_order(len(b.live())):
-        b = dynamics_builder(model, route, eager=True)
+        b = dynamics_builder(model, route, eager=True, budget=budget)
     return b
+
+
+DEEP = 16  # coordinates down the deepest chain past which the articulated-body route is built first
+BUDGET = 3  # the second route built is abandoned past this multiple of the first one's operations
 
 
 @dataclass(frozen=True)
 class Route:
-    """The solve fwd_dyn takes, chosen by operation count, and the count of each route."""
+    """The solve fwd_dyn takes, chosen by operation count, and the count of each route: a route abandoned
+    (BUDGET) has the number of operations it had emitted when it was."""
     name: str  # a key of ROUTES
     flops: dict[str, int]
+    abandoned: tuple[str, ...] = ()
 
     def describe(self, model: Model) -> str:
         """The route taken and its count, then the other's: "CRBA + sparse LᵀDL, 742 operations (the …: 935)"."""
         label = lambda r: ROUTES[r][bool(model.loops)]  # noqa: E731
-        others = "; ".join(f"the {label(r)}: {n}" for r, n in self.flops.items() if r != self.name)
+        others = "; ".join(f"the {label(r)}: " + (f"abandoned past {n} operations" if r in self.abandoned else f"{n}")
+                           for r, n in self.flops.items() if r != self.name)
         return f"{label(self.name)}, {self.flops[self.name]} operations ({others})"
 
 
+def first_route(model: Model) -> str:
+    """The route likelier to count fewer operations, built first: the articulated-body one when a chain of more
+    than DEEP coordinates makes H full down it (O(n²) entries and O(n³) factor work), else the CRBA's."""
+    lam = expanded_parents(model)
+    depth: list[int] = []
+    for p in lam:
+        depth.append(1 + (depth[p] if p >= 0 else 0))
+    return "aba" if max(depth, default=0) > DEEP else "crba"
+
+
+def counted(b: Builder) -> int:
+    """The live operations of b that fwd_dyn_flops counts."""
+    return sum(n for op, n in b.finish()[1].items() if op in OPS_COUNTED)
+
+
 def choose_route(model: Model) -> tuple[Route, Builder]:
-    """Both routes built, the one with fewer operations taken (the CRBA's on a tie)."""
-    built = {r: route_builder(model, r) for r in ROUTES}
-    flops = {r: sum(n for op, n in b.finish()[1].items() if op in OPS_COUNTED) for r, b in built.items()}
-    name = min(ROUTES, key=lambda r: (flops[r], r != "crba"))
-    return Route(name, flops), built[name]
+    """Both routes built, the one with fewer operations taken (the CRBA's on a tie); the second one built is
+    abandoned once it has emitted BUDGET times the first one's operations (no route's dead code is that large,
+    so it would not have been taken)."""
+    first = first_route(model)
+    built = {first: route_builder(model, first)}
+    flops = {first: counted(built[first])}
+    abandoned: tuple[str, ...] = ()
+    for r in ROUTES:
+        if r != first:
+            try:
+                built[r] = route_builder(model, r, budget=BUDGET * flops[first])
+                flops[r] = counted(built[r])
+            except OverBudget as e:
+                flops[r], abandoned = e.args[0], (*abandoned, r)
+    name = min(built, key=lambda r: (flops[r], r != "crba"))
+    return Route(name, {r: flops[r] for r in ROUTES}, abandoned), built[name]
+
+
+COUNTED = {"crba": frames.tree_passes, "aba": aba.tree_passes}  # what each route's frame search counts
+
+
+def slid(model: Model) -> tuple[tuple[float, ...], Model]:
+    """The frames' shifts, searched by the count of the route built first (first_route), and the slid model."""
+    s = frames.shifts(model, COUNTED[first_route(model)])
+    return s, frames.slide(model, s)
 
 
 def route(model: Model) -> Route:
     """The solve fwd_dyn takes for `model` (its frames slid as generate() slides them), and both routes' counts."""
-    return choose_route(frames.slide(model, frames.shifts(model)))[0]
+    return choose_route(slid(model)[1])[0]
 
 
 def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str], Route]:
@@ -200,8 +244,7 @@ class Passes:
 
 def passes(model: Model) -> Passes:
     """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power."""
-    shifts = frames.shifts(model)
-    framed = frames.slide(model, shifts)
+    shifts, framed = slid(model)
     body, ops, angles, route = dynamics_body(framed)
     obs, obs_ops = observe_body(framed) if observe_length(model) else ([], Counter())
     power, power_ops = power_body(framed) if damped(model) else ([], Counter())
