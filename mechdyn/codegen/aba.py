@@ -25,6 +25,7 @@ from .crba import body_inertia
 from .elements import element_forces
 from .expr import Builder, Val
 from .kinematics import TreeKinematics
+from .kkt import Row
 from .ltdl import ltdl_forward
 from .rnea import bias_force
 from .sspatial import Mat3, Rbi, Vec3, Vec6, mm, transpose, xf_force_T, xf_motion
@@ -138,31 +139,35 @@ def bias_to_parent(b: Builder, kin: TreeKinematics, i: int, pA: Vec6, U: Vec6, u
     return xf_force_T(b, kin.Xup[i], [b.add(p, b.mul(x, ud)) for p, x in zip(pA, U)])
 
 
-def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, tau: list[Val]) -> list[Val]:
-    """H⁻¹ tau: the backward pass of u = τ − Sᵀ pA and pA (leaves first), then the forward pass of
-    qdd = D⁻¹ (u − Uᵀ a) and a = X a_parent + S qdd (roots first), at zero velocity and gravity."""
+def backward_pass(b: Builder, kin: TreeKinematics, art: Articulated, tau: list[Val]) -> list[list[Val]]:
+    """u = τ − Sᵀ pA for every body, leaves first, each handing Xᵀ (pA + U D⁻¹ u) to its parent's pA."""
     model = kin.model
-    nb = model.nbody
-    pA: list[Vec6] = [[0.0] * 6 for _ in range(nb)]
-    u: list[list[Val]] = [[] for _ in range(nb)]
-    for i in range(nb - 1, -1, -1):
+    pA: list[Vec6] = [[0.0] * 6 for _ in range(model.nbody)]
+    u: list[list[Val]] = [[] for _ in range(model.nbody)]
+    for i in range(model.nbody - 1, -1, -1):
         bd, v0 = model.bodies[i], model.vidx[i]
-        if bd.joint == "floating":
+        if bd.joint == "floating":  # a root: S = 1
             u[i] = [b.sub(tau[v0 + k], pA[i][k]) for k in range(6)]
             continue
-        c = joint_column(kin, i)
-        u[i] = [b.sub(tau[v0], pA[i][c])]
+        u[i] = [b.sub(tau[v0], pA[i][joint_column(kin, i)])]
         if bd.parent != BASE:
             up = bias_to_parent(b, kin, i, pA[i], art.U[i], b.mul(u[i][0], art.Dinv[i]))
             pA[bd.parent] = [b.add(x, y) for x, y in zip(pA[bd.parent], up)]
+    return u
+
+
+def forward_pass(b: Builder, kin: TreeKinematics, art: Articulated, u: list[list[Val]]) -> list[Val]:
+    """qdd = D⁻¹ (u − Uᵀ a) with a = X a_parent, then a += S qdd, roots first; a floating root solves
+    IA qdd = u whole (6 × 6 LᵀDL), and its a is its qdd."""
+    model = kin.model
     qdd: list[Val] = [0.0] * model.nv
-    a: list[Vec6] = [[0.0] * 6 for _ in range(nb)]
+    a: list[Vec6] = [[0.0] * 6 for _ in range(model.nbody)]
     for i, bd in enumerate(model.bodies):
         v0 = model.vidx[i]
-        if bd.joint == "floating":  # a root: qdd = IA⁻¹ u, and with S = 1, a = qdd
+        if bd.joint == "floating":
             IA = art.IA[i]
-            x = ltdl_forward(b, {(r, s): IA[r][s] for r in range(6) for s in range(r + 1)}, CHAIN6, u[i], [range(6)])
-            qdd[v0:v0 + 6] = a[i] = x
+            a[i] = ltdl_forward(b, {(r, s): IA[r][s] for r in range(6) for s in range(r + 1)}, CHAIN6, u[i], [range(6)])
+            qdd[v0:v0 + 6] = a[i]
             continue
         c = joint_column(kin, i)
         ai = [0.0] * 6 if bd.parent == BASE else xf_motion(b, kin.Xup[i], a[bd.parent])
@@ -172,14 +177,20 @@ def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, tau: list[Val]
     return qdd
 
 
-def loop_columns(b: Builder, kin: TreeKinematics, art: Articulated, rows: list[tuple[dict[int, Val], Val]]) -> list[list[Val]]:
+def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, tau: list[Val]) -> list[Val]:
+    """H⁻¹ tau: the two per-right-hand-side passes of the articulated-body algorithm, at zero velocity and
+    gravity."""
+    return forward_pass(b, kin, art, backward_pass(b, kin, art, tau))
+
+
+def loop_columns(b: Builder, kin: TreeKinematics, art: Articulated, rows: list[Row]) -> list[list[Val]]:
     """Y = H⁻¹ Kᵀ, one right-hand side per constraint row (K's rows are sparse: only the joints on the loop's
     paths). The seam tests replace to plant an omitted right-hand side."""
     return [apply_Hinv(b, kin, art, [K.get(s, 0.0) for s in range(kin.model.nv)]) for K, _ in rows]
 
 
 def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val],
-               rows: list[tuple[dict[int, Val], Val]]) -> list[Val]:
+               rows: list[Row]) -> list[Val]:
     """qdd by method 2 (RBDA §8.5) through the articulated-body factor: the 1 + nc right-hand sides
     qdd0 = H⁻¹ (τ − C + Q) and Y = H⁻¹ Kᵀ, then A = K Y (nc × nc, symmetric positive definite when K has full
     rank) and λ from A λ = k − K qdd0 by a dense LᵀDL, and qdd = qdd0 + Y λ (λ = −μ of kkt.py's system)."""
@@ -196,6 +207,7 @@ def tree_passes(b: Builder, kin: TreeKinematics) -> list[Val]:
     """The outputs of this route's tree passes: the articulated inertias' U and D⁻¹ (a floating root's whole IA),
     C and Q; what a frame search (frames.py) counts for it."""
     art = articulated_inertias(b, kin)
+    whole = lambda M: [x for row in M for x in row]  # noqa: E731
     factor = [x for i, bd in enumerate(kin.model.bodies)
-              for x in ([y for row in art.IA[i] for y in row] if bd.joint == "floating" else [*art.U[i], art.Dinv[i]])]
+              for x in (whole(art.IA[i]) if bd.joint == "floating" else [*art.U[i], art.Dinv[i]])]
     return [*factor, *bias_force(b, kin), *element_forces(b, kin).values()]
