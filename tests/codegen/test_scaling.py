@@ -190,10 +190,10 @@ def staged(monkeypatch, tmp_path):
     monkeypatch.setattr(schedule, "STAGE", 150)
 
 
-@pytest.mark.parametrize("name", ["elbow", "satellite"])
+@pytest.mark.parametrize("name", ["elbow", "satellite", "fourbar", "halfcar"])
 def test_staged_build_computes_the_same(name, staged):
-    """Emitted as stage functions (fwd_dyn and its four-lane twin), a model's generated code still agrees with
-    the dense reference, and its batch with its single calls; no stage holds more than STAGE statements besides
+    """Emitted as stage functions (fwd_dyn and its four-lane twin), a model's generated code (trees, and loops
+    through the KKT route) still agrees with the dense reference, and its batch with its single calls; no stage holds more than STAGE statements besides
     its workspace traffic."""
     model = load_model(name)
     src = generate(model).source
