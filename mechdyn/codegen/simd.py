@@ -107,8 +107,8 @@ def forward_stages(angles: list[str], lines: list[str]) -> tuple[str, list[str]]
     """fwd_dyn's stage functions, and fwd_dyn's statements that call them after the sincos batch."""
     parts, nslots = schedule.stages(lines, schedule.STAGE)
     lane = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}][{m[3]}]"  # noqa: E731
-    funcs = "".join("\n" + _stage_function(f"fwd_dyn_stage{n}", "double", st, [LANE_NAME.sub(lane, t) for t in st.lines])
-                    for n, st in enumerate(parts))
+    funcs = "".join("\n" + _stage_function(f"fwd_dyn_stage{n}", "double", st,
+                                           [LANE_NAME.sub(lane, t) for t in st.lines]) for n, st in enumerate(parts))
     sc = [f"{p}{k}" for k in range((len(angles) + LANES - 1) // LANES) for p in ("sn", "cs")]
     return funcs, sincos_batch(angles) + _calls("fwd_dyn_stage", "double", sc, len(parts), nslots)
 
