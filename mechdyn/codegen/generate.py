@@ -37,6 +37,7 @@ class Generated:
     ops: Counter  # live operations in fwd_dyn, by kind
     observe_len: int
     route: Route  # the solve taken, and both routes' operation counts
+    parts: int = 1  # translation units the source splits into (generate's part(); 1: it is one)
 
     @property
     def flops(self) -> int:
@@ -288,9 +289,10 @@ def constants(p: Passes) -> str:
     return "\n" + "".join(CONSTANT[name].definition(v) + "\n" for name, v in values.items())
 
 
-def forward_function(p: Passes) -> str:
+def forward_function(p: Passes) -> tuple[str, str]:
     """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
-    scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py)."""
+    scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py), whose
+    definitions it returns apart ("" when unstaged)."""
     m = p.model
     guards = []
     if any(bd.fext for bd in m.bodies):
@@ -299,13 +301,17 @@ def forward_function(p: Passes) -> str:
         guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
     unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
               if not used]
-    stages, dyn = forward_stages(p.angles, p.body) if staged(p.body) else ("", sincos_batch(p.angles) + p.body)
-    return stages + "\n" + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn) + "}\n"
+    stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
+                           else ("", "", sincos_batch(p.angles) + p.body))
+    return stages, ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn)
+                    + "}\n")
 
 
-def batch_functions(p: Passes) -> str:
-    """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py)."""
-    return "\n" + batch4_function(p.model, p.body, p.angles) + batch_function(p.model)
+def batch_functions(p: Passes) -> tuple[str, str]:
+    """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py); and
+    fwd_dyn_batch4's stage definitions apart ("" when unstaged)."""
+    stages, batch4 = batch4_function(p.model, p.body, p.angles)
+    return stages, "\n" + batch4 + batch_function(p.model)
 
 
 def observe_function(p: Passes) -> str:
@@ -319,18 +325,25 @@ def stepper_functions(p: Passes) -> str:
     return drift_function(p.model) + sim_function(p.model, p.power)
 
 
+def part(k: int, text: str) -> str:
+    """`text` as part k of a source that compiles whole, or one part per translation unit with -DMD_PART=k."""
+    return f"\n#if !defined(MD_PART) || MD_PART == {k}\n{text}#endif /* part {k} */\n"
+
+
 def generate(model: Model) -> Generated:
-    """The C translation unit for `model`: the passes, then the sections in file order."""
+    """The C translation unit for `model`: the passes, then the sections in file order. A staged model's stage
+    functions (simd.py) are two more parts of the file, which build.py compiles in parallel with the rest."""
     p = passes(model)
-    source = "".join([
-        header_comment(p),
-        includes(),
-        helpers(p),
-        constants(p),
-        forward_function(p),
-        batch_functions(p),
-        observe_function(p),
-        find_function(p.model),
-        stepper_functions(p),
-    ])
-    return Generated(model, source, p.ops, p.nobs, p.route)
+    fwd_stages, fwd = forward_function(p)
+    batch_stages, batch = batch_functions(p)
+    head = header_comment(p) + includes() + helpers(p)
+    body = "".join([constants(p), fwd, batch, observe_function(p), find_function(p.model), stepper_functions(p)])
+    if not fwd_stages:
+        return Generated(model, head + body, p.ops, p.nobs, p.route)
+    source = head + "".join([PARTS_NOTE, part(0, body), part(1, fwd_stages), part(2, batch_stages)])
+    return Generated(model, source, p.ops, p.nobs, p.route, parts=3)
+
+
+PARTS_NOTE = ("\n/* Three parts: the API (0), fwd_dyn's stages (1), fwd_dyn_batch4's stages (2). The file compiles "
+              "whole, or\n * one part per translation unit with -DMD_PART=0, 1 or 2 (mechdyn compiles them in "
+              "parallel and links them). */\n")

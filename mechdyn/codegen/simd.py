@@ -86,14 +86,25 @@ def _gathers(model: Model, texts: list[str]) -> tuple[list[str], set[str]]:
              for name, i in used], {name for name, _ in used})
 
 
+def _stage_header(name: str, ctype: str) -> str:
+    """A stage function's declarator: out of line, and hidden, so that it may sit in another translation unit of
+    the same module (generate.py's parts)."""
+    return (f"__attribute__((noinline, visibility(\"hidden\"))) void {name}({_PARAMS},\n"
+            f"        const md_v4 *md_sc, {ctype} *md_w)")
+
+
 def _stage_function(name: str, ctype: str, stage: schedule.Stage, lines: list[str]) -> str:
     """One stage: its imports from the workspace, its statements `lines`, its exports."""
     body = [f"const {ctype} {t} = md_w[{k}];" for t, k in stage.imports] + lines
     body += [f"md_w[{k}] = {t};" for t, k in stage.exports]
     silence = " ".join(f"(void){a};" for a in (*_ARGS.split(", "), "md_sc", "md_w"))
     indent = "".join(f"    {ln}\n" for ln in [silence, *body])
-    return (f"static __attribute__((noinline)) void {name}({_PARAMS},\n"
-            f"        const md_v4 *md_sc, {ctype} *md_w)\n{{\n{indent}}}\n")
+    return f"{_stage_header(name, ctype)}\n{{\n{indent}}}\n"
+
+
+def _prototypes(name: str, ctype: str, nstages: int) -> str:
+    """The declarations of a function's stages, for its caller."""
+    return "".join(f"{_stage_header(f'{name}{n}', ctype)};\n" for n in range(nstages))
 
 
 def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int) -> list[str]:
@@ -103,18 +114,21 @@ def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int) -> l
     return shared + [f"{name}{n}({_ARGS}, md_sc, md_w);" for n in range(nstages)]
 
 
-def forward_stages(angles: list[str], lines: list[str]) -> tuple[str, list[str]]:
-    """fwd_dyn's stage functions, and fwd_dyn's statements that call them after the sincos batch."""
+def forward_stages(angles: list[str], lines: list[str]) -> tuple[str, str, list[str]]:
+    """fwd_dyn's stage functions, their prototypes, and fwd_dyn's statements that call them after the sincos
+    batch."""
     parts, nslots = schedule.stages(lines, schedule.STAGE)
     lane = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}][{m[3]}]"  # noqa: E731
     funcs = "".join("\n" + _stage_function(f"fwd_dyn_stage{n}", "double", st,
                                            [LANE_NAME.sub(lane, t) for t in st.lines]) for n, st in enumerate(parts))
     sc = [f"{p}{k}" for k in range((len(angles) + LANES - 1) // LANES) for p in ("sn", "cs")]
-    return funcs, sincos_batch(angles) + _calls("fwd_dyn_stage", "double", sc, len(parts), nslots)
+    return (funcs, _prototypes("fwd_dyn_stage", "double", len(parts)),
+            sincos_batch(angles) + _calls("fwd_dyn_stage", "double", sc, len(parts), nslots))
 
 
-def batch4_function(model: Model, lines: list[str], angles: list[str]) -> str:
-    """fwd_dyn_batch4: fwd_dyn's statements `lines` (without their sincos batch) over four consecutive states."""
+def batch4_function(model: Model, lines: list[str], angles: list[str]) -> tuple[str, str]:
+    """fwd_dyn_batch4: fwd_dyn's statements `lines` (without their sincos batch) over four consecutive states;
+    and its stage functions ("" unless it is staged), which it follows with their prototypes."""
     gathers, read = _gathers(model, [*lines, *angles])
     head = []
     for k, arg in enumerate(angles):
@@ -131,11 +145,12 @@ def batch4_function(model: Model, lines: list[str], angles: list[str]) -> str:
         gathers, _ = _gathers(model, angles)  # the stages gather their own
         sc = [f"{p}_{k}" for k in range(len(angles)) for p in ("sn", "cs")]
         body = _calls("fwd_dyn_batch4_stage", "md_v4", sc, len(parts), nslots)
+        protos = _prototypes("fwd_dyn_batch4_stage", "md_v4", len(parts))
     else:
-        body = [_vector_line(model, t) for t in lines]
+        body, protos = [_vector_line(model, t) for t in lines], ""
     unused = [f"(void){name};" for name in strides(model) if name not in read]
     indent = "".join(f"    {ln}\n" for ln in unused + gathers + head + body)
-    return (f"{funcs}/* fwd_dyn over the four states at q, q + nq, q + 2 nq, q + 3 nq (and likewise for every argument) */\n"
+    return funcs, (f"{protos}/* fwd_dyn over the four states at q, q + nq, q + 2 nq, q + 3 nq (and likewise for every argument) */\n"
             f"static void fwd_dyn_batch4(const double *q, const double *qd, const double *tau, const double *fext,\n"
             f"                           const double *act, double *qdd)\n{{\n"
             f"    const md_v4 md_zero4 = {{0.0, 0.0, 0.0, 0.0}};\n{indent}}}\n")
