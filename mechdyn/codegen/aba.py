@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mechdyn.core.model import BASE
+from mechdyn.core.model import BASE, Model
 
 from .crba import body_inertia
 from .elements import element_forces
@@ -87,6 +87,26 @@ def sym6_add(b: Builder, P: Sym6, Q: Sym6) -> Sym6:
     return out
 
 
+def leaves_first(model: Model) -> list[int]:
+    """The bodies by height above their deepest leaf, then by index: every child before its parent, and
+    independent branches (a vehicle's two bands) a body of each in turn, so that their chains of dependent
+    operations are emitted side by side."""
+    height = [0] * model.nbody
+    for i in range(model.nbody - 1, -1, -1):
+        p = model.bodies[i].parent
+        if p != BASE:
+            height[p] = max(height[p], height[i] + 1)
+    return sorted(range(model.nbody), key=lambda i: (height[i], -i))
+
+
+def roots_first(model: Model) -> list[int]:
+    """The bodies by depth below the base, then by index: every parent before its children, branches in turn."""
+    depth = [0] * model.nbody
+    for i, bd in enumerate(model.bodies):
+        depth[i] = 0 if bd.parent == BASE else depth[bd.parent] + 1
+    return sorted(range(model.nbody), key=lambda i: (depth[i], i))
+
+
 def joint_column(kin: TreeKinematics, i: int) -> int:
     """The index c of a single-DOF body's S = e_c."""
     (s,) = kin.S[i]
@@ -119,7 +139,7 @@ def articulated_inertias(b: Builder, kin: TreeKinematics) -> Articulated:
     IA = [rbi_matrix(body_inertia(model, i)) for i in range(model.nbody)]
     U: list[Vec6] = [[] for _ in range(model.nbody)]
     Dinv: list[Val] = [0.0] * model.nbody
-    for i in range(model.nbody - 1, -1, -1):
+    for i in leaves_first(model):
         bd = model.bodies[i]
         if bd.joint == "floating":
             continue  # a root: its IA is solved whole (apply_Hinv) and handed to no one
@@ -139,63 +159,67 @@ def bias_to_parent(b: Builder, kin: TreeKinematics, i: int, pA: Vec6, U: Vec6, u
     return xf_force_T(b, kin.Xup[i], [b.add(p, b.mul(x, ud)) for p, x in zip(pA, U)])
 
 
-def backward_pass(b: Builder, kin: TreeKinematics, art: Articulated, tau: list[Val]) -> list[list[Val]]:
-    """u = τ − Sᵀ pA for every body, leaves first, each handing Xᵀ (pA + U D⁻¹ u) to its parent's pA."""
+def backward_pass(b: Builder, kin: TreeKinematics, art: Articulated, taus: list[list[Val]]) -> list[list[list[Val]]]:
+    """u = τ − Sᵀ pA for every body, leaves first, each handing Xᵀ (pA + U D⁻¹ u) to its parent's pA; for every
+    right-hand side in `taus` at once, body by body, so that their chains are emitted side by side."""
     model = kin.model
-    pA: list[Vec6] = [[0.0] * 6 for _ in range(model.nbody)]
-    u: list[list[Val]] = [[] for _ in range(model.nbody)]
-    for i in range(model.nbody - 1, -1, -1):
+    pA: list[list[Vec6]] = [[[0.0] * 6 for _ in range(model.nbody)] for _ in taus]
+    u: list[list[list[Val]]] = [[[] for _ in range(model.nbody)] for _ in taus]
+    for i in leaves_first(model):
         bd, v0 = model.bodies[i], model.vidx[i]
-        if bd.joint == "floating":  # a root: S = 1
-            u[i] = [b.sub(tau[v0 + k], pA[i][k]) for k in range(6)]
-            continue
-        u[i] = [b.sub(tau[v0], pA[i][joint_column(kin, i)])]
-        if bd.parent != BASE:
-            up = bias_to_parent(b, kin, i, pA[i], art.U[i], b.mul(u[i][0], art.Dinv[i]))
-            pA[bd.parent] = [b.add(x, y) for x, y in zip(pA[bd.parent], up)]
+        for tau, p, ui in zip(taus, pA, u):
+            if bd.joint == "floating":  # a root: S = 1
+                ui[i] = [b.sub(tau[v0 + k], p[i][k]) for k in range(6)]
+                continue
+            ui[i] = [b.sub(tau[v0], p[i][joint_column(kin, i)])]
+            if bd.parent != BASE:
+                up = bias_to_parent(b, kin, i, p[i], art.U[i], b.mul(ui[i][0], art.Dinv[i]))
+                p[bd.parent] = [b.add(x, y) for x, y in zip(p[bd.parent], up)]
     return u
 
 
-def forward_pass(b: Builder, kin: TreeKinematics, art: Articulated, u: list[list[Val]]) -> list[Val]:
-    """qdd = D⁻¹ (u − Uᵀ a) with a = X a_parent, then a += S qdd, roots first; a floating root solves
-    IA qdd = u whole (6 × 6 LᵀDL), and its a is its qdd."""
+def forward_pass(b: Builder, kin: TreeKinematics, art: Articulated, us: list[list[list[Val]]]) -> list[list[Val]]:
+    """qdd = D⁻¹ (u − Uᵀ a) with a = X a_parent, then a += S qdd, roots first, for every right-hand side at once;
+    a floating root solves IA qdd = u whole (6 × 6 LᵀDL), and its a is its qdd."""
     model = kin.model
-    qdd: list[Val] = [0.0] * model.nv
-    a: list[Vec6] = [[0.0] * 6 for _ in range(model.nbody)]
-    for i, bd in enumerate(model.bodies):
-        v0 = model.vidx[i]
-        if bd.joint == "floating":
-            IA = art.IA[i]
-            a[i] = ltdl_forward(b, {(r, s): IA[r][s] for r in range(6) for s in range(r + 1)}, CHAIN6, u[i], [range(6)])
-            qdd[v0:v0 + 6] = a[i]
-            continue
-        c = joint_column(kin, i)
-        ai = [0.0] * 6 if bd.parent == BASE else xf_motion(b, kin.Xup[i], a[bd.parent])
-        qdd[v0] = b.mul(b.sub(u[i][0], b.dot(art.U[i], ai)), art.Dinv[i])
-        ai[c] = b.add(ai[c], qdd[v0])
-        a[i] = ai
+    qdd: list[list[Val]] = [[0.0] * model.nv for _ in us]
+    a: list[list[Vec6]] = [[[0.0] * 6 for _ in range(model.nbody)] for _ in us]
+    for i in roots_first(model):
+        bd, v0 = model.bodies[i], model.vidx[i]
+        for u, x, ak in zip(us, qdd, a):
+            if bd.joint == "floating":
+                IA = art.IA[i]
+                ak[i] = ltdl_forward(b, {(r, s): IA[r][s] for r in range(6) for s in range(r + 1)}, CHAIN6, u[i],
+                                     [range(6)])
+                x[v0:v0 + 6] = ak[i]
+                continue
+            c = joint_column(kin, i)
+            ai = [0.0] * 6 if bd.parent == BASE else xf_motion(b, kin.Xup[i], ak[bd.parent])
+            x[v0] = b.mul(b.sub(u[i][0], b.dot(art.U[i], ai)), art.Dinv[i])
+            ai[c] = b.add(ai[c], x[v0])
+            ak[i] = ai
     return qdd
 
 
-def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, tau: list[Val]) -> list[Val]:
-    """H⁻¹ tau: the two per-right-hand-side passes of the articulated-body algorithm, at zero velocity and
-    gravity."""
-    return forward_pass(b, kin, art, backward_pass(b, kin, art, tau))
+def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, taus: list[list[Val]]) -> list[list[Val]]:
+    """H⁻¹ τ for every τ in `taus`: the two per-right-hand-side passes of the articulated-body algorithm, at zero
+    velocity and gravity. The right-hand sides share nothing but the factor, so their passes are emitted body by
+    body side by side: a long function keeps the emitted order (schedule.py), and the core overlaps chains that
+    are near each other in it, not whole passes one after another."""
+    return forward_pass(b, kin, art, backward_pass(b, kin, art, taus))
 
 
-def loop_columns(b: Builder, kin: TreeKinematics, art: Articulated, rows: list[Row]) -> list[list[Val]]:
-    """Y = H⁻¹ Kᵀ, one right-hand side per constraint row (K's rows are sparse: only the joints on the loop's
-    paths). The seam tests replace to plant an omitted right-hand side."""
-    return [apply_Hinv(b, kin, art, [K.get(s, 0.0) for s in range(kin.model.nv)]) for K, _ in rows]
+def loop_columns(rows: list[Row], nv: int) -> list[list[Val]]:
+    """The columns of Kᵀ, one right-hand side per constraint row (K's rows are sparse: only the joints on the
+    loop's paths). The seam tests replace to plant an omitted right-hand side."""
+    return [[K.get(s, 0.0) for s in range(nv)] for K, _ in rows]
 
 
-def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val],
-               rows: list[Row]) -> list[Val]:
+def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val], rows: list[Row]) -> list[Val]:
     """qdd by method 2 (RBDA §8.5) through the articulated-body factor: the 1 + nc right-hand sides
     qdd0 = H⁻¹ (τ − C + Q) and Y = H⁻¹ Kᵀ, then A = K Y (nc × nc, symmetric positive definite when K has full
     rank) and λ from A λ = k − K qdd0 by a dense LᵀDL, and qdd = qdd0 + Y λ (λ = −μ of kkt.py's system)."""
-    qdd0 = apply_Hinv(b, kin, art, rhs)
-    Y = loop_columns(b, kin, art, rows)
+    qdd0, *Y = apply_Hinv(b, kin, art, [rhs, *loop_columns(rows, kin.model.nv)])
     Kdot = lambda K, x: b.sum(*(b.mul(v, x[s]) for s, v in K.items()))  # noqa: E731
     A = {(r, s): Kdot(rows[r][0], Y[s]) for r in range(len(rows)) for s in range(r + 1)}
     e = [b.sub(k, Kdot(K, qdd0)) for K, k in rows]

@@ -75,7 +75,7 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
         with b.at(model.path, lp.line, f"loop '{lp.name}'"):
             rows += loop_rows(b, kin, lp)
     if route == "aba":
-        qdd = loop_solve(b, kin, art, rhs, rows) if rows else apply_Hinv(b, kin, art, rhs)
+        qdd = loop_solve(b, kin, art, rhs, rows) if rows else apply_Hinv(b, kin, art, [rhs])[0]
     elif rows:
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:

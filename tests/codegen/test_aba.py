@@ -85,15 +85,10 @@ def test_planted_backward_pass_sign(forced_aba, monkeypatch):
 
 
 def test_planted_omitted_right_hand_side(forced_aba, monkeypatch):
-    """One of the 1 + nc right-hand sides of method 2 left out: the last row's column of H⁻¹ Kᵀ never solved,
-    the first row's standing in (a zero column would be refused at generation, as a structural zero pivot)."""
+    """One of the 1 + nc right-hand sides of method 2 left out: the last row's column of Kᵀ never solved, the
+    first row's standing in (a zero column would be refused at generation, as a structural zero pivot)."""
     real = aba.loop_columns
-
-    def planted(b, kin, art, rows):
-        Y = real(b, kin, art, rows[:-1])
-        return Y + [Y[0]]
-
-    monkeypatch.setattr(aba, "loop_columns", planted)
+    monkeypatch.setattr(aba, "loop_columns", lambda rows, nv: real(rows[:-1], nv) + real(rows[:1], nv))
     assert _forced_error("fourbar") > 1e-3
 
 
