@@ -23,7 +23,10 @@ class Check:
     def line(self) -> str:
         """The human-readable report line."""
         verdict = "PASS" if self.passed else "FAIL"
-        line = f"{self.name}: {self.detail} = {self.value:.3e} (gate {self.threshold:.0e}) {verdict}"
+        gate = f"{self.threshold:.0e}"
+        if float(gate) != self.threshold:  # a size-aware gate (twobands' 1.35e-9) is not a round power of ten
+            gate = f"{self.threshold:.3g}"
+        line = f"{self.name}: {self.detail} = {self.value:.3e} (gate {gate}) {verdict}"
         return f"{line}\n  {self.note}" if self.note else line
 
     def as_dict(self) -> dict:

@@ -204,8 +204,9 @@ def parser() -> argparse.ArgumentParser:
         description="Compare on random states (q, qd, tau, fext, act; near the closure manifold, with a small "
         "tear, for loop models), as scaled errors "
         "|a-b|inf / max(1, |b|inf): crba_vs_aba, the dense CRBA route against the articulated-body "
-        "algorithm (gate 1e-12); gen_vs_dense, the generated C against the dense reference "
-        "(gate 1e-9, times (nv/64)^4 above 64 coordinates); observe_vs_dense, the generated "
+        "algorithm (gate 1e-12, times (depth/8)^4 past a chain 8 coordinates deep); gen_vs_dense, the "
+        "generated C against the dense reference (gate 1e-9, times (depth/64)^4 past 64 coordinates deep; "
+        "depth: the coordinates on the longest path from a body to the base); observe_vs_dense, the generated "
         "observation function against the dense kinematics (gate 1e-12); find_roundtrip, "
         "every declared name through fwd_dyn_find (gate: no mismatch); rank_K (loop models), "
         "rank(K) = nc at every trial.",

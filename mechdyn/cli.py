@@ -79,8 +79,15 @@ def describe(model: Model) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """Print what the model declares."""
-    print(describe(load_model(args.model)))
+    """Print what the model declares, then (unless --no-route) the solve the generator takes for it."""
+    model = load_model(args.model)
+    print(describe(model), flush=True)
+    if not args.no_route:
+        from mechdyn.codegen.generate import route
+
+        if sys.stderr.isatty():
+            print("counting the operations of both solve routes ...", file=sys.stderr, flush=True)
+        print(f"solve: {route(model).describe(model)}")
     return EXIT_PASS
 
 
@@ -93,7 +100,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
         sys.stdout.write(gen.source)
     else:
         atomic_write(Path(args.output), gen.source)
-        print(f"{args.output}: {gen.model.name}, nq {gen.model.nq}, nv {gen.model.nv}, {gen.flops} flops per call")
+        print(f"{args.output}: {gen.model.name}, nq {gen.model.nq}, nv {gen.model.nv}, {gen.flops} flops per call; "
+              f"solve: {gen.route.describe(gen.model)}")
     return EXIT_PASS
 
 
@@ -264,8 +272,13 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     i = sub.add_parser("info", help="print a model's bodies, joints, sizes, loops and elements",
-                       description="Print a model's bodies, joints, coordinate slots, nq/nv, loops and force elements.")
+                       description="Print a model's bodies, joints, coordinate slots, nq/nv, loops and force elements, "
+                       "and the solve fwd_dyn takes for it: the CRBA with a sparse LᵀDL (or the KKT system, with "
+                       "loops) or the articulated-body algorithm (method 2, with loops), whichever counts fewer "
+                       "operations, with both counts. Counting runs the generator's passes (seconds on the largest "
+                       "models; no compile; --no-route skips it).")
     i.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    i.add_argument("--no-route", action="store_true", help="skip the solve route (and its operation counts)")
     i.set_defaults(func=cmd_info)
     g = sub.add_parser("gen", help="write the generated C for a model",
                        description="Write the specialized C translation unit that mechdyn compiles for a model.")

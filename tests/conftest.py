@@ -1,5 +1,6 @@
 """Shared fixtures: the model set is discovered from models/, never listed by hand."""
 import fcntl
+import importlib.util
 import os
 import struct
 import subprocess
@@ -8,6 +9,14 @@ from pathlib import Path
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 MODELS = sorted(p.stem for p in MODELS_DIR.glob("*.mech"))
+
+
+def make_chains():
+    """models/make_chains.py as a module (models/ is not a package): the long-chain models' text, any length."""
+    spec = importlib.util.spec_from_file_location("make_chains", MODELS_DIR / "make_chains.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def critical_path(name: str) -> int:

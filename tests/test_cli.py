@@ -53,12 +53,16 @@ def test_info_reports_sizes(capsys):
     assert run(mechdyn_main, ["info", "satellite"]) == 0
     out = capsys.readouterr().out
     assert "nq 10  nv 9" in out and "floating" in out and "panel_left" in out
+    assert out.splitlines()[-1] == "solve: CRBA + sparse LᵀDL, 507 operations (the articulated-body algorithm: 582)"
+    assert run(mechdyn_main, ["info", "satellite", "--no-route"]) == 0
+    assert "solve:" not in capsys.readouterr().out
 
 
 def test_gen_writes_c(tmp_path, capsys):
     out = tmp_path / "elbow.c"
     assert run(mechdyn_main, ["gen", "elbow", "-o", str(out)]) == 0
     assert "void fwd_dyn(" in out.read_text()
+    assert "solve: CRBA + sparse LᵀDL, 742 operations" in capsys.readouterr().out
 
 
 def test_bench_json(capsys):

@@ -79,9 +79,11 @@ def _module_file(name: str) -> Path:
 
 
 def compile_module(what: str, source: str, cdef: str, name: str, tmp: Path, filename: str, flags: list[str],
-             bar: tqdm) -> Path:
+                   bar: tqdm, parts: int = 1) -> Path:
     """Emit the cffi wrapper (declared by `cdef`) around the C `source` (`what` it is, for an error) and compile it
-    into tmp/filename. The seam tests replace to count compilations."""
+    into tmp/filename. A source in `parts` (generate.part) is compiled one part per translation unit, all at
+    once, the wrapper with part 0, and linked: gcc is single-threaded, and a staged model's parts are long. The
+    seam tests replace to count compilations."""
     cc = compiler()[0]
     ffi = cffi.FFI()
     ffi.cdef(cdef)
@@ -89,17 +91,35 @@ def compile_module(what: str, source: str, cdef: str, name: str, tmp: Path, file
     csrc = tmp / f"{name}.c"
     ffi.emit_c_code(str(csrc))
     out = tmp / filename
-    cmd = [*cc, *flags, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}", str(csrc), "-o", str(out), "-lm"]
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    common = [*cc, *flags, "-fPIC", f"-I{sysconfig.get_paths()['include']}"]
+    if parts == 1:
+        _run(what, [[*common, "-shared", str(csrc), "-o", str(out), "-lm"]], bar)
+        return out
+    plain = tmp / f"{name}_parts.c"
+    plain.write_text(source)
+    objs = [tmp / f"{name}_{k}.o" for k in range(parts)]
+    _run(what, [[*common, "-DMD_PART=0", "-c", str(csrc), "-o", str(objs[0])]]
+         + [[*common, f"-DMD_PART={k}", "-c", str(plain), "-o", str(objs[k])] for k in range(1, parts)], bar)
+    _run(what, [[*cc, *flags, "-shared", *map(str, objs), "-o", str(out), "-lm"]], bar)
+    return out
+
+
+def _run(what: str, cmds: list[list[str]], bar: tqdm) -> None:
+    """Run the compiler commands side by side, refreshing the progress bar's clock; a failure names `what` and
+    the command."""
+    procs = [(cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) for cmd in cmds]
+    failed = None
+    for cmd, proc in procs:
         while True:
             try:
                 _, err = proc.communicate(timeout=0.5)
                 break
             except subprocess.TimeoutExpired:
                 bar.refresh()  # the elapsed time keeps counting through a long compile
-    if proc.returncode != 0:
-        raise BuildError(f"compiling {what} failed:\n$ {shlex.join(cmd)}\n{err.strip()}")
-    return out
+        if proc.returncode != 0 and failed is None:
+            failed = f"compiling {what} failed:\n$ {shlex.join(cmd)}\n{err.strip()}"
+    if failed:
+        raise BuildError(failed)
 
 
 def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bool, failed: str | None = None) -> None:
@@ -112,7 +132,8 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
             gen = generate(model)
             bar.update(1)
             bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
-            out = compile_module(f"model '{model.name}'", gen.source, CDEF, name, tmp, dest.name, flags, bar)
+            out = compile_module(f"model '{model.name}'", gen.source, CDEF, name, tmp, dest.name, flags, bar,
+                                 gen.parts)
             bar.update(1)
         return out
 

@@ -39,6 +39,10 @@ class GenerationError(MechError):
     located at the model statement being generated (`Builder.at`)."""
 
 
+class OverBudget(Exception):
+    """A builder emitted more operations than its `budget`: the function it was building is abandoned."""
+
+
 @dataclass(frozen=True, slots=True)
 class Sym:
     name: str  # a C lvalue or temporary
@@ -89,6 +93,7 @@ class Builder:
         self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
         self._trig: dict[str, int] = {}  # input slot -> its lane in the sincos batch
         self._ready: dict[str, int] = {}  # temporary or sincos lane -> cycle it is ready, unlimited cores
+        self.budget: int | None = None  # emitting more operations than this raises OverBudget
 
     # -- emission --------------------------------------------------------
     @contextmanager
@@ -117,6 +122,8 @@ class Builder:
         hit = self._table.get(key)
         if hit is not None:
             return hit
+        if self.budget is not None and len(self._table) >= self.budget:
+            raise OverBudget(self.budget)
         s = Sym(f"{self.prefix}{len(self._table)}")
         self._table[key] = s
         self._ready[s.name] = schedule.LATENCY.get(op, 1) + max((self.ready(u) for u in uses), default=0)
@@ -139,7 +146,7 @@ class Builder:
     def fork(self) -> Builder:
         """A copy to try an emission on: what it emits, the original never sees."""
         f = Builder(self.prefix)
-        f.where = self.where
+        f.where, f.budget = self.where, self.budget
         f._stmts, f._table, f._affine, f._trig = list(self._stmts), dict(self._table), dict(self._affine), dict(self._trig)
         f._ready = dict(self._ready)
         return f

@@ -13,20 +13,21 @@ from dataclasses import dataclass
 from mechdyn.core.model import Model
 
 from .capi import CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
+from .aba import apply_Hinv, articulated_inertias, loop_solve
 from .crba import mass_matrix
 from .elements import element_forces, tsda_state
-from .expr import OPS_COUNTED, Builder, Sym, Val
+from .expr import OPS_COUNTED, Builder, OverBudget, Sym, Val
 from .kinematics import TreeKinematics
-from . import frames, kkt, schedule
+from . import aba, frames, kkt, schedule
 from .loops import loop_rows
 from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
 from .rnea import bias_force
 from .stepper import damped, drift_function, power_body, sim_function
-from .simd import SQRT_C, batch4_function, batch_function
+from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "10"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "11"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Generated:
     source: str  # the C translation unit
     ops: Counter  # live operations in fwd_dyn, by kind
     observe_len: int
+    route: Route  # the solve taken, and both routes' operation counts
+    parts: int = 1  # translation units the source splits into (generate's part(); 1: it is one)
 
     @property
     def flops(self) -> int:
@@ -42,24 +45,38 @@ class Generated:
         return sum(self.ops[o] for o in OPS_COUNTED)
 
 
-def dynamics_builder(model: Model, eager: bool = False) -> Builder:
-    """fwd_dyn as built, in pass order: kinematics, H, C, elements, then H qdd = tau − C + Q, or the KKT system
-    with loops (`eager`: the LᵀDL's updates subtracted as they come, ltdl.py)."""
+ROUTES = {  # the two ways fwd_dyn solves for qdd, each under its name, without and with loops
+    "crba": ("CRBA + sparse LᵀDL", "CRBA + sparse LDLᵀ of the KKT system"),
+    "aba": ("articulated-body algorithm", "articulated-body algorithm + method 2 (1 + nc solves)"),
+}
+
+
+def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, budget: int | None = None) -> Builder:
+    """fwd_dyn as built, in pass order: kinematics, then H (route "crba") or the articulated inertias ("aba"),
+    C, elements, and the solve of H qdd = tau − C + Q: by LᵀDL, or the KKT system with loops (`eager`: the
+    LᵀDL's updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops.
+    Past `budget` emitted operations it raises OverBudget."""
     if model.tracks:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder(path=model.path)
+    b.budget = budget
     kin = TreeKinematics(b, model)
-    H = mass_matrix(b, kin)
-    lam = expanded_parents(model)
-    check_sparsity(H, lam)
+    if route == "crba":
+        H = mass_matrix(b, kin)
+        lam = expanded_parents(model)
+        check_sparsity(H, lam)
+    else:
+        art = articulated_inertias(b, kin)
     C = bias_force(b, kin)
     Q = element_forces(b, kin)
     rhs: list[Val] = [b.add(b.sub(Sym(f"tau[{i}]"), C[i]), Q.get(i, 0.0)) for i in range(model.nv)]
-    if model.loops:
-        rows = []
-        for lp in model.loops:
-            with b.at(model.path, lp.line, f"loop '{lp.name}'"):
-                rows += loop_rows(b, kin, lp)
+    rows = []
+    for lp in model.loops:
+        with b.at(model.path, lp.line, f"loop '{lp.name}'"):
+            rows += loop_rows(b, kin, lp)
+    if route == "aba":
+        qdd = loop_solve(b, kin, art, rhs, rows) if rows else apply_Hinv(b, kin, art, [rhs])[0]
+    elif rows:
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:
         qdd = ltdl_forward(b, H, lam, rhs, floating_blocks(model), eager)
@@ -68,13 +85,87 @@ def dynamics_builder(model: Model, eager: bool = False) -> Builder:
     return b
 
 
-def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str]]:
-    """The statements of fwd_dyn, scheduled (schedule.py), without their sincos batch; the operation counts; the
-    angles of the batch."""
-    b = dynamics_builder(model)
-    if not model.loops and schedule.keeps_emitted_order(len(b.live())):  # then factor eagerly (ltdl.py)
-        b = dynamics_builder(model, eager=True)
-    return (*b.finish(sincos=False, scheduled=True), b.angles)
+def route_builder(model: Model, route: str, budget: int | None = None) -> Builder:
+    """fwd_dyn by `route`, the CRBA's LᵀDL factored eagerly in a function that keeps the emitted order."""
+    b = dynamics_builder(model, route, budget=budget)
+    if route == "crba" and not model.loops and schedule.keeps_emitted_order(len(b.live())):
+        b = dynamics_builder(model, route, eager=True, budget=budget)
+    return b
+
+
+DEEP = 16  # coordinates down the deepest chain past which the articulated-body route is built first
+BUDGET = 3  # the second route built is abandoned past this multiple of the first one's operations
+
+
+@dataclass(frozen=True)
+class Route:
+    """The solve fwd_dyn takes, chosen by operation count, and the count of each route: a route abandoned
+    (BUDGET) has the number of operations it had emitted when it was."""
+    name: str  # a key of ROUTES
+    flops: dict[str, int]
+    abandoned: tuple[str, ...] = ()
+
+    def describe(self, model: Model) -> str:
+        """The route taken and its count, then the other's: "CRBA + sparse LᵀDL, 742 operations (the …: 935)"."""
+        label = lambda r: ROUTES[r][bool(model.loops)]  # noqa: E731
+        others = "; ".join(f"the {label(r)}: " + (f"abandoned past {n} operations" if r in self.abandoned else f"{n}")
+                           for r, n in self.flops.items() if r != self.name)
+        return f"{label(self.name)}, {self.flops[self.name]} operations ({others})"
+
+
+def first_route(model: Model) -> str:
+    """The route likelier to count fewer operations, built first: the articulated-body one when a chain of more
+    than DEEP coordinates makes H full down it (O(n²) entries and O(n³) factor work), else the CRBA's."""
+    lam = expanded_parents(model)
+    depth: list[int] = []
+    for p in lam:
+        depth.append(1 + (depth[p] if p >= 0 else 0))
+    return "aba" if max(depth, default=0) > DEEP else "crba"
+
+
+def counted(b: Builder) -> int:
+    """The live operations of b that fwd_dyn_flops counts."""
+    return sum(n for op, n in b.finish()[1].items() if op in OPS_COUNTED)
+
+
+def choose_route(model: Model) -> tuple[Route, Builder]:
+    """Both routes built, the one with fewer operations taken (the CRBA's on a tie); the second one built is
+    abandoned once it has emitted BUDGET times the first one's operations (no route's dead code is that large,
+    so it would not have been taken)."""
+    first = first_route(model)
+    built = {first: route_builder(model, first)}
+    flops = {first: counted(built[first])}
+    abandoned: tuple[str, ...] = ()
+    for r in ROUTES:
+        if r != first:
+            try:
+                built[r] = route_builder(model, r, budget=BUDGET * flops[first])
+                flops[r] = counted(built[r])
+            except OverBudget as e:
+                flops[r], abandoned = e.args[0], (*abandoned, r)
+    name = min(built, key=lambda r: (flops[r], r != "crba"))
+    return Route(name, {r: flops[r] for r in ROUTES}, abandoned), built[name]
+
+
+COUNTED = {"crba": frames.tree_passes, "aba": aba.tree_passes}  # what each route's frame search counts
+
+
+def slid(model: Model) -> tuple[tuple[float, ...], Model]:
+    """The frames' shifts, searched by the count of the route built first (first_route), and the slid model."""
+    s = frames.shifts(model, COUNTED[first_route(model)])
+    return s, frames.slide(model, s)
+
+
+def route(model: Model) -> Route:
+    """The solve fwd_dyn takes for `model` (its frames slid as generate() slides them), and both routes' counts."""
+    return choose_route(slid(model)[1])[0]
+
+
+def dynamics_body(model: Model) -> tuple[list[str], Counter, list[str], Route]:
+    """The statements of fwd_dyn by the cheaper route, scheduled (schedule.py), without their sincos batch; the
+    operation counts; the angles of the batch; the route."""
+    route, b = choose_route(model)
+    return (*b.finish(sincos=False, scheduled=True), b.angles, route)
 
 
 def observe_body(model: Model) -> tuple[list[str], Counter]:
@@ -141,6 +232,7 @@ class Passes:
     observe_ops: Counter
     power: list[str]  # the dampers' power, empty if nothing dissipates (stepper.py)
     power_ops: Counter
+    route: Route
 
     @property
     def nobs(self) -> int:
@@ -153,12 +245,11 @@ class Passes:
 
 def passes(model: Model) -> Passes:
     """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power."""
-    shifts = frames.shifts(model)
-    framed = frames.slide(model, shifts)
-    body, ops, angles = dynamics_body(framed)
+    shifts, framed = slid(model)
+    body, ops, angles, route = dynamics_body(framed)
     obs, obs_ops = observe_body(framed) if observe_length(model) else ([], Counter())
     power, power_ops = power_body(framed) if damped(model) else ([], Counter())
-    return Passes(model, shifts, body, ops, angles, obs, obs_ops, power, power_ops)
+    return Passes(model, shifts, body, ops, angles, obs, obs_ops, power, power_ops, route)
 
 
 def _indent(lines: list[str]) -> str:
@@ -170,6 +261,7 @@ def header_comment(p: Passes) -> str:
     m = p.model
     return (f"/* Forward dynamics of model '{m.name}', generated by mechdyn (generator version {GENERATOR_VERSION}).\n"
             f" * nq {m.nq}, nv {m.nv}, bodies {m.nbody}, act slots {m.nact}; {p.flops} operations per call.\n"
+            f" * Solve: {p.route.describe(m)}.\n"
             f" * Body frames slid along their joint axes (codegen/frames.py; q, qd, qdd, tau, fext and act as in the "
             f"model):\n"
             f" *   {frames.describe(m, p.shifts)}.\n"
@@ -197,9 +289,10 @@ def constants(p: Passes) -> str:
     return "\n" + "".join(CONSTANT[name].definition(v) + "\n" for name, v in values.items())
 
 
-def forward_function(p: Passes) -> str:
+def forward_function(p: Passes) -> tuple[str, str]:
     """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
-    scheduled statements."""
+    scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py), whose
+    definitions it returns apart ("" when unstaged)."""
     m = p.model
     guards = []
     if any(bd.fext for bd in m.bodies):
@@ -208,13 +301,17 @@ def forward_function(p: Passes) -> str:
         guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
     unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
               if not used]
-    dyn = sincos_batch(p.angles) + p.body
-    return "\n" + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn) + "}\n"
+    stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
+                           else ("", "", sincos_batch(p.angles) + p.body))
+    return stages, ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn)
+                    + "}\n")
 
 
-def batch_functions(p: Passes) -> str:
-    """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py)."""
-    return "\n" + batch4_function(p.model, p.body, p.angles) + batch_function(p.model)
+def batch_functions(p: Passes) -> tuple[str, str]:
+    """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py); and
+    fwd_dyn_batch4's stage definitions apart ("" when unstaged)."""
+    stages, batch4 = batch4_function(p.model, p.body, p.angles)
+    return stages, "\n" + batch4 + batch_function(p.model)
 
 
 def observe_function(p: Passes) -> str:
@@ -228,18 +325,25 @@ def stepper_functions(p: Passes) -> str:
     return drift_function(p.model) + sim_function(p.model, p.power)
 
 
+def part(k: int, text: str) -> str:
+    """`text` as part k of a source that compiles whole, or one part per translation unit with -DMD_PART=k."""
+    return f"\n#if !defined(MD_PART) || MD_PART == {k}\n{text}#endif /* part {k} */\n"
+
+
 def generate(model: Model) -> Generated:
-    """The C translation unit for `model`: the passes, then the sections in file order."""
+    """The C translation unit for `model`: the passes, then the sections in file order. A staged model's stage
+    functions (simd.py) are two more parts of the file, which build.py compiles in parallel with the rest."""
     p = passes(model)
-    source = "".join([
-        header_comment(p),
-        includes(),
-        helpers(p),
-        constants(p),
-        forward_function(p),
-        batch_functions(p),
-        observe_function(p),
-        find_function(p.model),
-        stepper_functions(p),
-    ])
-    return Generated(model, source, p.ops, p.nobs)
+    fwd_stages, fwd = forward_function(p)
+    batch_stages, batch = batch_functions(p)
+    head = header_comment(p) + includes() + helpers(p)
+    body = "".join([constants(p), fwd, batch, observe_function(p), find_function(p.model), stepper_functions(p)])
+    if not fwd_stages:
+        return Generated(model, head + body, p.ops, p.nobs, p.route)
+    source = head + "".join([PARTS_NOTE, part(0, body), part(1, fwd_stages), part(2, batch_stages)])
+    return Generated(model, source, p.ops, p.nobs, p.route, parts=3)
+
+
+PARTS_NOTE = ("\n/* Three parts: the API (0), fwd_dyn's stages (1), fwd_dyn_batch4's stages (2). The file compiles "
+              "whole, or\n * one part per translation unit with -DMD_PART=0, 1 or 2 (mechdyn compiles them in "
+              "parallel and links them). */\n")

@@ -47,6 +47,12 @@ def motion_subspace(body: Body) -> list[Vec6]:
     return [col]
 
 
+# Up a walk of more than this many joints, relative() associates the product from F's end, so that every
+# transform it caches shares F and a loop's rows along a path of n joints cost O(n) products, not O(n²). Shorter
+# walks keep the association from i's end, which the spanning trees of models/ fold better (rrrs: 4 fewer).
+LONG_WALK = 3
+
+
 class TreeKinematics:
     """Symbolic kinematics of a model's tree, emitted into one builder on demand."""
 
@@ -102,7 +108,8 @@ class TreeKinematics:
 
     def relative(self, i: int, F: int) -> Xf:
         """X from frame F's coordinates to body i's (either may be BASE), composed along the tree on first use:
-        down from F when F is an ancestor of i, else up from F through its parents' inverse joint transforms."""
+        down from F when F is an ancestor of i, up through the inverse joint transforms when i is one of F's, and
+        otherwise up from F to a common ancestor first."""
         if (i, F) not in self._rel:
             if i == F:
                 X = Xf(EYE3, list(ZERO3))
@@ -110,6 +117,9 @@ class TreeKinematics:
                 X = self.X0(i)
             elif F in self.model.support(i):
                 X = xf_compose(self.b, self.Xup[i], self.relative(self.model.bodies[i].parent, F))
+            elif i in (up := self.model.support(F)) and up.index(i) > LONG_WALK:
+                c = up[up.index(i) - 1]  # i far above F: through c, i's child toward F (see LONG_WALK)
+                X = xf_compose(self.b, xf_inverse(self.b, self.Xup[c]), self.relative(c, F))
             else:
                 X = xf_compose(self.b, self.relative(i, self.model.bodies[F].parent), xf_inverse(self.b, self.Xup[F]))
             self._rel[i, F] = X

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechdyn.core.model import BASE, Loop
+from mechdyn.core.model import BASE, Loop, Model
 
 from .elements import path_row
 from .expr import Builder, Val
@@ -87,12 +87,24 @@ def direction_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, l
     return mtv(b, E, local), mtv(b, E, wl), mtv(b, E, vadd(b, cross(b, al, local), cross(b, w, wl)))
 
 
+NEAR = 3  # a loop's rows are tried in frames this many bodies deep from either end of its root paths
+
+
+def candidate_frames(model: Model, lp: Loop) -> list[int]:
+    """The frames a loop's rows are tried in: each end and its NEAR − 1 nearest ancestors, the first body the
+    two root paths share, and the base (BASE last). A frame deep inside a long path saves nothing that an end
+    does not (none wins on models/), and trying every one would make the search quadratic in the length."""
+    sp, ss = model.support(lp.pred), model.support(lp.succ)
+    shared = [i for i in sp if i in set(ss)]  # from the first common ancestor up
+    keep = {*sp[:NEAR], *ss[:NEAR], *shared[:1], BASE}
+    return [F for F in dict.fromkeys((*sp, *ss, BASE)) if F in keep]
+
+
 def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop) -> list[tuple[dict[int, Val], Val]]:
     """[(K row as {v slot: value}, k entry)] for one loop, rows in the documented order (a point joint's three
     premultiplied by Q), written in whichever frame and with whichever accelerations cost the fewest new
     operations, each tried in a fork of the builder."""
-    frames = dict.fromkeys((*kin.model.support(lp.pred), *kin.model.support(lp.succ), BASE))
-    ways = [(F, gravity) for F in frames for gravity in (True, False)]
+    ways = [(F, gravity) for F in candidate_frames(kin.model, lp) for gravity in (True, False)]
 
     def cost(way: tuple[int, bool]) -> int:
         trial = b.fork()

@@ -23,14 +23,25 @@ height pulls many long chains forward at once and their live ranges outgrow
 what the register heuristic repairs, whole or in windows. The constants are
 set from timings of the models in models/ (`mechdyn bench`; the figures are
 in docs/performance.md).
+
+Functions of more than SPLIT statements are cut into stages of STAGE
+statements (`stages`), which simd.py emits as functions of their own: gcc's
+register allocator (LRA's hard register assignment) takes time quadratic in
+the length of one straight-line function, and a stage bounds it. A temporary
+that crosses a cut goes through a workspace slot; a slot is reused once the
+last stage reading its value has read it.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 LATENCY = {"+": 3, "-": 3, "*": 3, "/": 13, "sqrt": 20}  # cycles, AMD Zen 3; anything else 1
 REGISTERS = 12  # live values before the rule turns to freeing them; set by timing (see above)
 WHOLE = 2000  # larger functions keep the emitted order
+SPLIT = 32000  # larger functions are emitted as stage functions: above every model in models/ (at 18000 a split
+# compiled no faster and ran 8% slower; docs/performance.md)
+STAGE = 4000  # statements per stage function
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +109,50 @@ def schedule(stmts: list[Stmt]) -> list[int]:
             if waiting[j] == 0:
                 ready.add(j)
     return order
+
+
+_TEMP = re.compile(r"\bt\d+\b")  # a temporary of fwd_dyn's Builder (prefix "t")
+_DEFINES = re.compile(r"^const double (t\d+) = ")
+
+
+@dataclass(frozen=True)
+class Stage:
+    lines: list[str]  # its statements, in order
+    imports: list[tuple[str, int]]  # (temporary, workspace slot) read at its start
+    exports: list[tuple[str, int]]  # (temporary, workspace slot) written at its end
+
+
+def stages(lines: list[str], size: int = STAGE) -> tuple[list[Stage], int]:
+    """fwd_dyn's statements cut into consecutive stages of `size`, with the temporaries that cross each cut; and
+    the number of workspace slots they need."""
+    cut = [lines[k:k + size] for k in range(0, len(lines), size)]
+    born: dict[str, int] = {}  # temporary -> the stage defining it
+    readers: dict[str, list[int]] = {}  # crossing temporary -> the later stages reading it, in order
+    for n, part in enumerate(cut):
+        for text in part:
+            d = _DEFINES.match(text)
+            for u in set(_TEMP.findall(text)) - {d[1] if d else ""}:
+                if born[u] != n and (not readers.get(u) or readers[u][-1] != n):
+                    readers.setdefault(u, []).append(n)
+            if d:
+                born[d[1]] = n
+    crossing: list[list[str]] = [[] for _ in cut]  # by the stage defining them, in definition order
+    for t in sorted(readers, key=lambda t: int(t[1:])):
+        crossing[born[t]].append(t)
+    imports: list[list[tuple[str, int]]] = [[] for _ in cut]
+    exports: list[list[tuple[str, int]]] = [[] for _ in cut]
+    releases: list[list[int]] = [[] for _ in cut]  # the slots stage n is the last to read
+    free: list[int] = []
+    nslots = 0
+    for n in range(len(cut)):
+        free += releases[n]  # read at stage n's start, so stage n's exports may take them
+        for t in crossing[n]:
+            if free:
+                k = free.pop()
+            else:
+                k, nslots = nslots, nslots + 1
+            exports[n].append((t, k))
+            releases[readers[t][-1]].append(k)
+            for m in readers[t]:
+                imports[m].append((t, k))
+    return [Stage(part, imports[n], exports[n]) for n, part in enumerate(cut)], nslots

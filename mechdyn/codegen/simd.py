@@ -8,6 +8,15 @@ slot a vector gathered from the four states, each angle's sine and cosine one
 arithmetic, and so the result in every lane, is the scalar function's; the
 throughput per state is what changes. `fwd_dyn_batch` runs whole groups of
 four through it and the rest through `fwd_dyn`.
+
+A body longer than schedule.SPLIT statements, in either function, is emitted
+as stage functions (schedule.stages), called in order from the exported one:
+gcc's time on one straight-line function grows quadratically with its length.
+The stages share the angles' sines and cosines through the array md_sc and the
+temporaries that cross a cut through the workspace md_w, both on the caller's
+stack; each stage gathers its own inputs. They are kept out of line
+(noinline), or gcc would inline each one into its single caller and allocate
+registers over the whole body again.
 """
 from __future__ import annotations
 
@@ -15,8 +24,10 @@ import re
 
 from mechdyn.core.model import Model
 
+from . import schedule
 from .capi import FUNCTION
 from .trig import LANE_NAME, LANES
+from .trig import batch as sincos_batch
 
 SQRT_C = r"""
 /* lane-wise square root */
@@ -31,6 +42,10 @@ INPUTS = ("q", "qd", "tau", "fext", "act")  # fwd_dyn's input arrays, in argumen
 _INPUT = re.compile(rf"\b({'|'.join(INPUTS)})\[(\d+)\]")
 _STORE = re.compile(r"^(\w+(?:\[\d+\])?) = (.*);$")
 _QDD = re.compile(r"^qdd\[(\d+)\]$")
+_ANGLE = re.compile(r"\b(sn|cs)_(\d+)\b")  # an angle's sine or cosine vector in fwd_dyn_batch4
+_ARGS = "q, qd, tau, fext, act, qdd"
+_PARAMS = ("const double *q, const double *qd, const double *tau, const double *fext, const double *act, "
+           "double *qdd")
 
 
 def strides(model: Model) -> dict[str, int]:
@@ -45,28 +60,97 @@ def _vector_text(text: str) -> str:
     return text.replace("sqrt(", "md_sqrt4(")
 
 
-def batch4_function(model: Model, lines: list[str], angles: list[str]) -> str:
-    """fwd_dyn_batch4: fwd_dyn's statements `lines` (without their sincos batch) over four consecutive states."""
+def staged(lines: list[str]) -> bool:
+    """Whether a body of `lines` statements is emitted as stage functions."""
+    return len(lines) > schedule.SPLIT
+
+
+def _vector_line(model: Model, text: str) -> str:
+    """One of fwd_dyn's statements over the four states' vectors."""
+    store = _STORE.match(text)
+    if text.startswith("const double "):  # a temporary
+        return "const md_v4 " + _vector_text(text[len("const double "):])
+    if store:  # an output goes to each state's slot; any other store is made lane after lane, as 4 calls would
+        qdd = _QDD.match(store[1])
+        targets = [f"qdd[{k * model.nv + int(qdd[1])}]" if qdd else store[1] for k in range(LANES)]
+        lanes = " ".join(f"{t} = o[{k}];" for k, t in enumerate(targets))
+        return f"{{ const md_v4 o = md_zero4 + ({_vector_text(store[2])}); {lanes} }}"
+    return text  # a declaration
+
+
+def _gathers(model: Model, texts: list[str]) -> tuple[list[str], set[str]]:
+    """The four states' vectors of each input slot the scalar `texts` read, and the inputs read."""
     stride = strides(model)
-    used = sorted({(m[1], int(m[2])) for text in (*lines, *angles) for m in _INPUT.finditer(text)})
-    body = [f"const md_v4 v_{name}_{i} = {{{', '.join(f'{name}[{k * stride[name] + i}]' for k in range(LANES))}}};"
-            for name, i in used]
+    used = sorted({(m[1], int(m[2])) for text in texts for m in _INPUT.finditer(text)})
+    return ([f"const md_v4 v_{name}_{i} = {{{', '.join(f'{name}[{k * stride[name] + i}]' for k in range(LANES))}}};"
+             for name, i in used], {name for name, _ in used})
+
+
+def _stage_header(name: str, ctype: str) -> str:
+    """A stage function's declarator: out of line, and hidden, so that it may sit in another translation unit of
+    the same module (generate.py's parts)."""
+    return (f"__attribute__((noinline, visibility(\"hidden\"))) void {name}({_PARAMS},\n"
+            f"        const md_v4 *md_sc, {ctype} *md_w)")
+
+
+def _stage_function(name: str, ctype: str, stage: schedule.Stage, lines: list[str]) -> str:
+    """One stage: its imports from the workspace, its statements `lines`, its exports."""
+    body = [f"const {ctype} {t} = md_w[{k}];" for t, k in stage.imports] + lines
+    body += [f"md_w[{k}] = {t};" for t, k in stage.exports]
+    silence = " ".join(f"(void){a};" for a in (*_ARGS.split(", "), "md_sc", "md_w"))
+    indent = "".join(f"    {ln}\n" for ln in [silence, *body])
+    return f"{_stage_header(name, ctype)}\n{{\n{indent}}}\n"
+
+
+def _prototypes(name: str, ctype: str, nstages: int) -> str:
+    """The declarations of a function's stages, for its caller."""
+    return "".join(f"{_stage_header(f'{name}{n}', ctype)};\n" for n in range(nstages))
+
+
+def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int) -> list[str]:
+    """The caller's statements: the sines and cosines `sc` in md_sc, the workspace, the stages in order."""
+    shared = [f"const md_v4 md_sc[{len(sc)}] = {{{', '.join(sc)}}};" if sc else "const md_v4 *const md_sc = 0;",
+              f"{ctype} md_w[{max(nslots, 1)}];"]
+    return shared + [f"{name}{n}({_ARGS}, md_sc, md_w);" for n in range(nstages)]
+
+
+def forward_stages(angles: list[str], lines: list[str]) -> tuple[str, str, list[str]]:
+    """fwd_dyn's stage functions, their prototypes, and fwd_dyn's statements that call them after the sincos
+    batch."""
+    parts, nslots = schedule.stages(lines, schedule.STAGE)
+    lane = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}][{m[3]}]"  # noqa: E731
+    funcs = "".join("\n" + _stage_function(f"fwd_dyn_stage{n}", "double", st,
+                                           [LANE_NAME.sub(lane, t) for t in st.lines]) for n, st in enumerate(parts))
+    sc = [f"{p}{k}" for k in range((len(angles) + LANES - 1) // LANES) for p in ("sn", "cs")]
+    return (funcs, _prototypes("fwd_dyn_stage", "double", len(parts)),
+            sincos_batch(angles) + _calls("fwd_dyn_stage", "double", sc, len(parts), nslots))
+
+
+def batch4_function(model: Model, lines: list[str], angles: list[str]) -> tuple[str, str]:
+    """fwd_dyn_batch4: fwd_dyn's statements `lines` (without their sincos batch) over four consecutive states;
+    and its stage functions ("" unless it is staged), which it follows with their prototypes."""
+    gathers, read = _gathers(model, [*lines, *angles])
+    head = []
     for k, arg in enumerate(angles):
-        body += [f"md_v4 sn_{k}, cs_{k};", f"md_sincos4({_vector_text(arg)}, &sn_{k}, &cs_{k});"]
-    for text in lines:
-        store = _STORE.match(text)
-        if text.startswith("const double "):  # a temporary
-            body.append("const md_v4 " + _vector_text(text[len("const double "):]))
-        elif store:  # an output goes to each state's slot; any other store is made lane after lane, as 4 calls would
-            qdd = _QDD.match(store[1])
-            targets = [f"qdd[{k * model.nv + int(qdd[1])}]" if qdd else store[1] for k in range(LANES)]
-            lanes = " ".join(f"{t} = o[{k}];" for k, t in enumerate(targets))
-            body.append(f"{{ const md_v4 o = md_zero4 + ({_vector_text(store[2])}); {lanes} }}")
-        else:  # a declaration
-            body.append(text)
-    unused = [f"(void){name};" for name in stride if name not in {n for n, _ in used}]
-    indent = "".join(f"    {ln}\n" for ln in unused + body)
-    return (f"/* fwd_dyn over the four states at q, q + nq, q + 2 nq, q + 3 nq (and likewise for every argument) */\n"
+        head += [f"md_v4 sn_{k}, cs_{k};", f"md_sincos4({_vector_text(arg)}, &sn_{k}, &cs_{k});"]
+    funcs = ""
+    if staged(lines):
+        parts, nslots = schedule.stages(lines, schedule.STAGE)
+        angle = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}]"  # noqa: E731
+        for n, st in enumerate(parts):
+            own, _ = _gathers(model, st.lines)
+            vector = [_ANGLE.sub(angle, _vector_line(model, t)) for t in st.lines]
+            funcs += "\n" + _stage_function(f"fwd_dyn_batch4_stage{n}", "md_v4", st,
+                                           ["const md_v4 md_zero4 = {0.0, 0.0, 0.0, 0.0};", *own, *vector])
+        gathers, _ = _gathers(model, angles)  # the stages gather their own
+        sc = [f"{p}_{k}" for k in range(len(angles)) for p in ("sn", "cs")]
+        body = _calls("fwd_dyn_batch4_stage", "md_v4", sc, len(parts), nslots)
+        protos = _prototypes("fwd_dyn_batch4_stage", "md_v4", len(parts))
+    else:
+        body, protos = [_vector_line(model, t) for t in lines], ""
+    unused = [f"(void){name};" for name in strides(model) if name not in read]
+    indent = "".join(f"    {ln}\n" for ln in unused + gathers + head + body)
+    return funcs, (f"{protos}/* fwd_dyn over the four states at q, q + nq, q + 2 nq, q + 3 nq (and likewise for every argument) */\n"
             f"static void fwd_dyn_batch4(const double *q, const double *qd, const double *tau, const double *fext,\n"
             f"                           const double *act, double *qdd)\n{{\n"
             f"    const md_v4 md_zero4 = {{0.0, 0.0, 0.0, 0.0}};\n{indent}}}\n")
