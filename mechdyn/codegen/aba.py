@@ -4,8 +4,12 @@ algorithm (RBDA §7.3) split in the two parts that method 2 of the loop solve ne
 - `articulated_inertias`, the configuration part, once per call: every body's articulated inertia IA
   (leaves first), with U = IA S, D = Sᵀ U, and the inertia Ia = IA − U D⁻¹ Uᵀ it hands to its parent;
 - `apply_Hinv`, the per-right-hand-side part: the backward pass of the articulated bias forces pA and the
-  forward pass of the accelerations a, for a generalized force alone (no velocity or gravity terms: the
-  route solves H qdd = τ − C + Q with C from the Newton–Euler pass, so those are in the right-hand side).
+  forward pass of the accelerations a. The velocity and gravity terms enter as the bodies' forces at
+  qdd = 0 (rnea.body_forces) starting the first right-hand side's pA, and a loop's constraint force as the
+  force on its two bodies.
+
+`loop_solve` needs no forward pass per constraint row: the backward pass is u = P τ and the forward pass
+qdd = Pᵀ D⁻¹ u, so K H⁻¹ Kᵀ and K qdd0 are sums over the bodies of the backward passes' outputs.
 
 Everything is symbolic, so the structural zeros fold as in the CRBA: a planar chain's articulated inertias
 keep their out-of-plane entries zero, and what no output reads is dropped with the dead temporaries.
@@ -23,11 +27,11 @@ from mechdyn.core.model import BASE, Model
 
 from .crba import body_inertia
 from .elements import element_forces
-from .expr import Builder, Val
+from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
-from .kkt import Row
+from .loops import Wrench
 from .ltdl import ltdl_forward
-from .rnea import bias_force
+from .rnea import body_forces
 from .sspatial import Mat3, Rbi, Vec3, Vec6, mm, transpose, xf_force_T, xf_motion
 
 Sym6 = list[list[Val]]  # a symmetric 6 × 6, both triangles holding the same values
@@ -88,19 +92,16 @@ def sym6_add(b: Builder, P: Sym6, Q: Sym6) -> Sym6:
 
 
 def leaves_first(model: Model) -> list[int]:
-    """The bodies by height above their deepest leaf, then by index: every child before its parent, and
-    independent branches (a vehicle's two bands) a body of each in turn, so that their chains of dependent
-    operations are emitted side by side."""
-    height = [0] * model.nbody
-    for i in range(model.nbody - 1, -1, -1):
-        p = model.bodies[i].parent
-        if p != BASE:
-            height[p] = max(height[p], height[i] + 1)
-    return sorted(range(model.nbody), key=lambda i: (height[i], -i))
+    """The bodies from the last to the first: every child before its parent, one branch after another. The
+    backward sweeps carry a whole articulated inertia or 1 + nc bias forces per body, more than the registers
+    hold, so two branches' side by side would only add spills (docs/performance.md)."""
+    return list(range(model.nbody - 1, -1, -1))
 
 
 def roots_first(model: Model) -> list[int]:
-    """The bodies by depth below the base, then by index: every parent before its children, branches in turn."""
+    """The bodies by depth below the base, then by index: every parent before its children, and independent
+    branches (a vehicle's two bands) a body of each in turn, so that the forward pass's chains of dependent
+    operations, which carry only an acceleration per body, are emitted side by side."""
     depth = [0] * model.nbody
     for i, bd in enumerate(model.bodies):
         depth[i] = 0 if bd.parent == BASE else depth[bd.parent] + 1
@@ -159,11 +160,18 @@ def bias_to_parent(b: Builder, kin: TreeKinematics, i: int, pA: Vec6, U: Vec6, u
     return xf_force_T(b, kin.Xup[i], [b.add(p, b.mul(x, ud)) for p, x in zip(pA, U)])
 
 
-def backward_pass(b: Builder, kin: TreeKinematics, art: Articulated, taus: list[list[Val]]) -> list[list[list[Val]]]:
+def backward_pass(b: Builder, kin: TreeKinematics, art: Articulated, taus: list[list[Val]],
+                  forces: list[list[tuple[int, Vec6]]] | None = None) -> list[list[list[Val]]]:
     """u = τ − Sᵀ pA for every body, leaves first, each handing Xᵀ (pA + U D⁻¹ u) to its parent's pA; for every
-    right-hand side in `taus` at once, body by body, so that their chains are emitted side by side."""
+    right-hand side in `taus` at once, body by body, so that their chains are emitted side by side. `forces`, per
+    right-hand side, starts bodies' pA: the bodies' forces at qdd = 0 (rnea.body_forces) make that right-hand
+    side's u the one of τ − C, without C's own backward sweep, and a force −f on a body that of the generalized
+    force of f applied to it."""
     model = kin.model
     pA: list[list[Vec6]] = [[[0.0] * 6 for _ in range(model.nbody)] for _ in taus]
+    for p, start in zip(pA, forces or []):
+        for i, f in start:
+            p[i] = [b.add(x, y) for x, y in zip(p[i], f)]
     u: list[list[list[Val]]] = [[[] for _ in range(model.nbody)] for _ in taus]
     for i in leaves_first(model):
         bd, v0 = model.bodies[i], model.vidx[i]
@@ -201,37 +209,75 @@ def forward_pass(b: Builder, kin: TreeKinematics, art: Articulated, us: list[lis
     return qdd
 
 
-def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, taus: list[list[Val]]) -> list[list[Val]]:
-    """H⁻¹ τ for every τ in `taus`: the two per-right-hand-side passes of the articulated-body algorithm, at zero
-    velocity and gravity. The right-hand sides share nothing but the factor, so their passes are emitted body by
-    body side by side: a long function keeps the emitted order (schedule.py), and the core overlaps chains that
-    are near each other in it, not whole passes one after another."""
-    return forward_pass(b, kin, art, backward_pass(b, kin, art, taus))
+def apply_Hinv(b: Builder, kin: TreeKinematics, art: Articulated, taus: list[list[Val]],
+               forces: list[list[tuple[int, Vec6]]] | None = None) -> list[list[Val]]:
+    """H⁻¹ τ for every τ in `taus`, with the bodies' `forces` (backward_pass) of each: the two per-right-hand-side
+    passes of the articulated-body algorithm. The right-hand sides share nothing but the factor, so their passes
+    are emitted body by body side by side: a long function keeps the emitted order (schedule.py), and the core
+    overlaps chains that are near each other in it, not whole passes one after another."""
+    return forward_pass(b, kin, art, backward_pass(b, kin, art, taus, forces))
 
 
-def loop_columns(rows: list[Row], nv: int) -> list[list[Val]]:
-    """The columns of Kᵀ, one right-hand side per constraint row (K's rows are sparse: only the joints on the
-    loop's paths). The seam tests replace to plant an omitted right-hand side."""
-    return [[K.get(s, 0.0) for s in range(nv)] for K, _ in rows]
+def loop_columns(rows: list[Wrench]) -> list[list[tuple[int, Vec6]]]:
+    """The columns of Kᵀ as bodies' starting pA (backward_pass), one right-hand side per constraint row:
+    Kᵀ e_j is T_j applied to its loop's successor and −T_j to its predecessor."""
+    return [[(r.succ, [-x for x in r.T_succ])] + ([(r.pred, r.T_pred)] if r.T_pred is not None else []) for r in rows]
 
 
-def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val], rows: list[Row]) -> list[Val]:
-    """qdd by method 2 (RBDA §8.5) through the articulated-body factor: the 1 + nc right-hand sides
-    qdd0 = H⁻¹ (τ − C + Q) and Y = H⁻¹ Kᵀ, then A = K Y (nc × nc, symmetric positive definite when K has full
-    rank) and λ from A λ = k − K qdd0 by a dense LᵀDL, and qdd = qdd0 + Y λ (λ = −μ of kkt.py's system)."""
-    qdd0, *Y = apply_Hinv(b, kin, art, [rhs, *loop_columns(rows, kin.model.nv)])
-    Kdot = lambda K, x: b.sum(*(b.mul(v, x[s]) for s, v in K.items()))  # noqa: E731
-    A = {(r, s): Kdot(rows[r][0], Y[s]) for r in range(len(rows)) for s in range(r + 1)}
-    e = [b.sub(k, Kdot(K, qdd0)) for K, k in rows]
+def weighted(b: Builder, kin: TreeKinematics, art: Articulated, u: list[list[Val]]) -> list[list[Val]]:
+    """D⁻¹ u body by body: u D⁻¹ for a single-DOF body, IA⁻¹ u by the 6 × 6 LᵀDL for a floating root."""
+    out: list[list[Val]] = []
+    for i, bd in enumerate(kin.model.bodies):
+        if bd.joint == "floating":
+            IA = art.IA[i]
+            out.append(ltdl_forward(b, {(r, s): IA[r][s] for r in range(6) for s in range(r + 1)}, CHAIN6, u[i],
+                                    [range(6)]))
+        else:
+            out.append([b.mul(u[i][0], art.Dinv[i])])
+    return out
+
+
+def inner(b: Builder, w: list[list[Val]], u: list[list[Val]]) -> Val:
+    """Σ_i w_iᵀ u_i over the bodies: with w = D⁻¹ x, the product xᵀ D⁻¹ u of two backward passes' outputs."""
+    return b.sum(*(b.dot(wi, ui) for wi, ui in zip(w, u)))
+
+
+def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val], bias: list[Vec6],
+               rows: list[Wrench]) -> list[Val]:
+    """qdd by method 2 (RBDA §8.5) through the articulated-body factor, with one forward pass.
+
+    The backward pass is u = P τ for a unit triangular P, and the forward pass is qdd = Pᵀ D⁻¹ u (D the
+    joints' D and a floating root's IA): H⁻¹ = Pᵀ D⁻¹ P, the LDU factorization being unique. So the backward
+    passes of the 1 + nc right-hand sides τ − C + Q (`rhs` = τ + Q with the bodies' `bias` forces) and the
+    columns of Kᵀ (loop_columns) give everything method 2 needs:
+    A = K H⁻¹ Kᵀ = (P Kᵀ)ᵀ D⁻¹ (P Kᵀ) and K qdd0 = (P Kᵀ)ᵀ D⁻¹ u0 as sums over the bodies, λ from
+    A λ = k − K qdd0 by a dense LᵀDL (λ = −μ of kkt.py's system), and qdd = H⁻¹ (τ − C + Q + Kᵀ λ) by one
+    forward pass of u0 + Σ λ_j u_j. A column's u is zero off its loop's paths (folded), so a closure costs a
+    backward pass along its loop, not a solve over the whole tree."""
+    zero: list[Val] = [0.0] * kin.model.nv
+    cols = loop_columns(rows)
+    u0, *uK = backward_pass(b, kin, art, [rhs, *[zero] * len(cols)], [list(enumerate(bias)), *cols])
+    w = [weighted(b, kin, art, u) for u in uK]
+    A = {(r, s): inner(b, w[r], uK[s]) for r in range(len(rows)) for s in range(r + 1)}
+    e = [b.sub(r.k, inner(b, wr, u0)) for wr, r in zip(w, rows)]
     lam = ltdl_forward(b, A, list(range(-1, len(rows) - 1)), e, [])
-    return [b.sum(qdd0[i], *(b.mul(y[i], l) for y, l in zip(Y, lam))) for i in range(kin.model.nv)]
+    return forward_pass(b, kin, art, [corrected(b, u0, uK, lam)])[0]
+
+
+def corrected(b: Builder, u0: list[list[Val]], uK: list[list[list[Val]]], lam: list[Val]) -> list[list[Val]]:
+    """u0 + Σ λ_j u_j, body by body: the backward pass of τ − C + Q + Kᵀ λ. The seam tests replace to plant an
+    omitted right-hand side."""
+    return [[b.sum(x, *(b.mul(l, uj[i][m]) for l, uj in zip(lam, uK))) for m, x in enumerate(ui)]
+            for i, ui in enumerate(u0)]
 
 
 def tree_passes(b: Builder, kin: TreeKinematics) -> list[Val]:
     """The outputs of this route's tree passes: the articulated inertias' U and D⁻¹ (a floating root's whole IA),
-    C and Q; what a frame search (frames.py) counts for it."""
+    the backward pass of τ − C and Q; what a frame search (frames.py) counts for it."""
     art = articulated_inertias(b, kin)
     whole = lambda M: [x for row in M for x in row]  # noqa: E731
     factor = [x for i, bd in enumerate(kin.model.bodies)
               for x in (whole(art.IA[i]) if bd.joint == "floating" else [*art.U[i], art.Dinv[i]])]
-    return [*factor, *bias_force(b, kin), *element_forces(b, kin).values()]
+    tau = [Sym(f"tau[{i}]") for i in range(kin.model.nv)]
+    (u,) = backward_pass(b, kin, art, [tau], [list(enumerate(body_forces(b, kin)))])
+    return [*factor, *(x for ui in u for x in ui), *element_forces(b, kin).values()]

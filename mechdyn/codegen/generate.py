@@ -19,15 +19,15 @@ from .elements import element_forces, tsda_state
 from .expr import OPS_COUNTED, Builder, OverBudget, Sym, Val
 from .kinematics import TreeKinematics
 from . import aba, frames, kkt, schedule
-from .loops import loop_rows
+from .loops import as_K, as_wrenches, loop_rows
 from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
-from .rnea import bias_force
+from .rnea import bias_force, body_forces
 from .stepper import damped, drift_function, power_body, sim_function
 from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "11"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "12"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,18 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
         check_sparsity(H, lam)
     else:
         art = articulated_inertias(b, kin)
-    C = bias_force(b, kin)
+    # The ABA route starts its backward pass with the bodies' forces at qdd = 0 instead of subtracting C.
+    C = bias_force(b, kin) if route == "crba" else [0.0] * model.nv
+    bias = body_forces(b, kin) if route == "aba" else []
     Q = element_forces(b, kin)
     rhs: list[Val] = [b.add(b.sub(Sym(f"tau[{i}]"), C[i]), Q.get(i, 0.0)) for i in range(model.nv)]
     rows = []
     for lp in model.loops:
         with b.at(model.path, lp.line, f"loop '{lp.name}'"):
-            rows += loop_rows(b, kin, lp)
+            rows += loop_rows(b, kin, lp, as_wrenches if route == "aba" else as_K)
     if route == "aba":
-        qdd = loop_solve(b, kin, art, rhs, rows) if rows else apply_Hinv(b, kin, art, [rhs])[0]
+        qdd = (loop_solve(b, kin, art, rhs, bias, rows) if rows
+               else apply_Hinv(b, kin, art, [rhs], [list(enumerate(bias))])[0])
     elif rows:
         qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
     else:

@@ -29,8 +29,7 @@ from mechdyn.core.loops import closure
 from mechdyn.core.model import Model
 
 from .expr import Builder, Val
-
-Row = tuple[dict[int, Val], Val]  # (K row as {v slot: value}, k)
+from .loops import Row
 
 
 def _slots(model: Model, bodies) -> list[int]:

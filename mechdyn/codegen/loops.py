@@ -27,15 +27,18 @@ of the loop's two root paths get entries.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 
 from mechdyn.core.model import BASE, Loop, Model
 
 from .elements import path_row
-from .expr import Builder, Val
+from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
 from .rnea import origin_accelerations, quadratic
-from .sspatial import Vec3, cross, mtv, scale, vadd, vsub
+from .sspatial import Vec3, Vec6, cross, mtv, scale, vadd, vsub, xf_force
 
 Acc = dict[int, tuple[Vec3, Vec3]]
 
@@ -100,23 +103,65 @@ def candidate_frames(model: Model, lp: Loop) -> list[int]:
     return [F for F in dict.fromkeys((*sp, *ss, BASE)) if F in keep]
 
 
-def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop) -> list[tuple[dict[int, Val], Val]]:
-    """[(K row as {v slot: value}, k entry)] for one loop, rows in the documented order (a point joint's three
-    premultiplied by Q), written in whichever frame and with whichever accelerations cost the fewest new
-    operations, each tried in a fork of the builder."""
+Row = tuple[dict[int, Val], Val]  # (K row as {v slot: value}, k entry)
+
+
+class Wrench(NamedTuple):
+    """A row as the constraint force it stands for: T on the successor, −T on the predecessor, each in its own
+    coordinates (on the base, none), and the row's k."""
+    succ: int
+    T_succ: Vec6
+    pred: int
+    T_pred: Vec6 | None
+    k: Val
+
+
+Form = Callable[[Builder, TreeKinematics, Loop, list[tuple[list[Val], int, Val]]], list]
+
+
+def as_K(b: Builder, kin: TreeKinematics, lp: Loop, rows: list[tuple[list[Val], int, Val]]) -> list[Row]:
+    """Each row's K over the joints of the loop's paths (kkt.py's form)."""
+    return [(path_row(b, kin, lp.pred, lp.succ, T, G), k) for T, G, k in rows]
+
+
+def as_wrenches(b: Builder, kin: TreeKinematics, lp: Loop, rows: list[tuple[list[Val], int, Val]]) -> list[Wrench]:
+    """Each row's T in the successor's and the predecessor's coordinates (aba.py's form): Kᵀ λ is λ T applied to
+    the successor and −λ T to the predecessor, so no K entry along the paths need be formed."""
+    def moved(body: int, T: list[Val], G: int) -> Vec6 | None:
+        return None if body == BASE else list(T) if body == G else xf_force(b, kin.relative(body, G), T)
+    return [Wrench(lp.succ, moved(lp.succ, T, G), lp.pred, moved(lp.pred, T, G), k) for T, G, k in rows]
+
+
+def loop_rows(b: Builder, kin: TreeKinematics, lp: Loop, form: Form = as_K) -> list:
+    """One loop's rows in the documented order (a point joint's three premultiplied by Q), in `form`: K rows
+    [(K row as {v slot: value}, k entry)] or wrenches; written in whichever frame and with whichever
+    accelerations cost the fewest new operations in that form, each tried in a fork of the builder."""
     ways = [(F, gravity) for F in candidate_frames(kin.model, lp) for gravity in (True, False)]
+
+    def values(rows: list) -> list[Val]:
+        out: list[Val] = []
+        for row in rows:
+            for x in row:
+                if isinstance(x, dict):
+                    out += x.values()
+                elif isinstance(x, list):
+                    out += x
+                elif isinstance(x, Sym):
+                    out.append(x)
+        return out
 
     def cost(way: tuple[int, bool]) -> int:
         trial = b.fork()
-        rows = rows_in(trial, kin.on(trial), lp, *way)
-        return trial.cost([x for K, k in rows for x in (*K.values(), k)], len(b))
+        tk = kin.on(trial)
+        return trial.cost(values(form(trial, tk, lp, rows_in(trial, tk, lp, *way))), len(b))
 
-    return rows_in(b, kin, lp, *min(ways, key=cost))
+    return form(b, kin, lp, rows_in(b, kin, lp, *min(ways, key=cost)))
 
 
-def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = True) -> list[tuple[dict[int, Val], Val]]:
-    """loop_rows with every vector in frame F's coordinates (F a body or BASE), and the accelerations either the
-    Newton–Euler pass's, gravity included, or a pass of their own without it."""
+def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = True) -> list[tuple[list[Val], int, Val]]:
+    """One loop's rows as [(T, the frame T is in, k)], with every vector in frame F's coordinates (F a body or
+    BASE), and the accelerations either the Newton–Euler pass's, gravity included, or a pass of their own without
+    it."""
     model = kin.model
     acc = dict(origin_accelerations(b, kin, gravity))
     P, Pd, Pa = point_in(b, kin, acc, F, lp.pred, _f(lp.anchor_pred))
@@ -167,4 +212,4 @@ def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = T
         case "distance":  # (d·d − L²)/2: T = [S × d; d]
             emit(cross(b, S, d) + d, b.mul(0.5, b.sub(b.dot(d, d), float(lp.length) * float(lp.length))), b.dot(d, dd),
                  distance_accel(b, d, dd, dA))
-    return [(path_row(b, kin, lp.pred, lp.succ, T, G), k) for T, G, k in rows]
+    return rows

@@ -96,8 +96,8 @@ def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True) 
         yield i, acc[i]
 
 
-def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]:
-    """C such that H qdd + C = tau, for the model's gravity and the declared external forces."""
+def body_forces(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Vec6]:
+    """Every body's force I a + v ×* I v − fext at qdd = 0, in its own coordinates: the forward half of the pass."""
     model = kin.model
     f: list[Vec6] = []
     for i, (al, aO) in origin_accelerations(b, kin):
@@ -110,6 +110,13 @@ def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]
                 fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
                 fi = vsub(b, fi, xf_force(b, kin.X0(i), fx))
         f.append(fi)
+    return f
+
+
+def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]:
+    """C such that H qdd + C = tau, for the model's gravity and the declared external forces."""
+    model = kin.model
+    f = body_forces(b, kin, fext)
     C: list[Val] = [0.0] * model.nv
     for i in range(model.nbody - 1, -1, -1):
         bd = model.bodies[i]

@@ -111,7 +111,7 @@ def schedule(stmts: list[Stmt]) -> list[int]:
     return order
 
 
-_TEMP = re.compile(r"\bt\d+\b")  # a temporary of fwd_dyn's Builder (prefix "t")
+TEMP = re.compile(r"\bt\d+\b")  # a temporary of fwd_dyn's Builder (prefix "t")
 _DEFINES = re.compile(r"^const double (t\d+) = ")
 
 
@@ -131,7 +131,7 @@ def stages(lines: list[str], size: int = STAGE) -> tuple[list[Stage], int]:
     for n, part in enumerate(cut):
         for text in part:
             d = _DEFINES.match(text)
-            for u in set(_TEMP.findall(text)) - {d[1] if d else ""}:
+            for u in set(TEMP.findall(text)) - {d[1] if d else ""}:
                 if born[u] != n and (not readers.get(u) or readers[u][-1] != n):
                     readers.setdefault(u, []).append(n)
             if d:

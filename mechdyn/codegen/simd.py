@@ -95,7 +95,8 @@ def _stage_header(name: str, ctype: str) -> str:
 
 def _stage_function(name: str, ctype: str, stage: schedule.Stage, lines: list[str]) -> str:
     """One stage: its imports from the workspace, its statements `lines`, its exports."""
-    body = [f"const {ctype} {t} = md_w[{k}];" for t, k in stage.imports] + lines
+    slot = {t: f"md_w[{k}]" for t, k in stage.imports}  # read where used: loaded late, not held or spilled
+    body = [schedule.TEMP.sub(lambda m: slot.get(m[0], m[0]), ln) for ln in lines] if slot else list(lines)
     body += [f"md_w[{k}] = {t};" for t, k in stage.exports]
     silence = " ".join(f"(void){a};" for a in (*_ARGS.split(", "), "md_sc", "md_w"))
     indent = "".join(f"    {ln}\n" for ln in [silence, *body])

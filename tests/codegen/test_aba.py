@@ -85,10 +85,10 @@ def test_planted_backward_pass_sign(forced_aba, monkeypatch):
 
 
 def test_planted_omitted_right_hand_side(forced_aba, monkeypatch):
-    """One of the 1 + nc right-hand sides of method 2 left out: the last row's column of Kᵀ never solved, the
-    first row's standing in (a zero column would be refused at generation, as a structural zero pivot)."""
-    real = aba.loop_columns
-    monkeypatch.setattr(aba, "loop_columns", lambda rows, nv: real(rows[:-1], nv) + real(rows[:1], nv))
+    """One of the 1 + nc right-hand sides of method 2 left out of the solution: the last row's column of Kᵀ
+    solved and in A, but its λ never applied."""
+    real = aba.corrected
+    monkeypatch.setattr(aba, "corrected", lambda b, u0, uK, lam: real(b, u0, uK[:-1], lam[:-1]))
     assert _forced_error("fourbar") > 1e-3
 
 
