@@ -1,5 +1,6 @@
 """The command-line contract: output, --json keys, and exit codes 0 / 1 / 2 with no traceback on bad input."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,9 @@ def test_info_reports_sizes(capsys):
     assert run(mechdyn_main, ["info", "satellite"]) == 0
     out = capsys.readouterr().out
     assert "nq 10  nv 9" in out and "floating" in out and "panel_left" in out
-    assert out.splitlines()[-1] == "solve: CRBA + sparse LᵀDL, 507 operations (the articulated-body algorithm: 582)"
+    solve = re.fullmatch(r"solve: CRBA \+ sparse LᵀDL, (\d+) operations \(the articulated-body algorithm: (\d+)\)",
+                         out.splitlines()[-1])
+    assert solve and int(solve[1]) == 507 < int(solve[2]), out.splitlines()[-1]  # 507: satellite's flop golden
     assert run(mechdyn_main, ["info", "satellite", "--no-route"]) == 0
     assert "solve:" not in capsys.readouterr().out
 
