@@ -129,6 +129,7 @@ class Roller:
     end: bool
     drive: bool
     teeth: int  # 0 when not given
+    line: int = 0  # line of the `roller` statement, for messages
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,15 @@ class Track:
     kt: float | None
     mu: float | None
     line: int
+    pitch_line: int = 0  # line of the `pitch` key, for the pitch warning
+    # set once the band is expanded into bodies (mechdyn/core/tracks.py); -1 / None before
+    first_shoe: int = -1  # body index of the anchor shoe; the others follow it in order
+    link_len: float | None = None  # pin to pin, = perimeter / shoes
+    perimeter: float | None = None  # of the belt path at the design pose
+
+    @property
+    def expanded(self) -> bool:
+        return self.first_shoe >= 0
 
 
 @dataclass(frozen=True)
