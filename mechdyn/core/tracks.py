@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, replace
+from typing import NoReturn
 
 import numpy as np
+import scipy.optimize
 
 from .errors import MechError, MechWarning
 from .kinematics import Kinematics, forward_kinematics
@@ -83,14 +85,19 @@ class Belt:
                 out.append(seg.roller)
         return tuple(out)
 
-    def point(self, s: float) -> np.ndarray:
-        """The path point at arc length s (mod the perimeter) from the start."""
+    def locate(self, s: float) -> tuple[Arc | Run, float]:
+        """The segment holding arc length s (mod the perimeter) from the start, and s measured along it."""
         s %= self.perimeter
         for seg in self.segments:
             if s <= seg.length:
-                return seg.point(s)
+                return seg, s
             s -= seg.length
-        return self.segments[-1].point(self.segments[-1].length)  # s a round-off past the end
+        return self.segments[-1], self.segments[-1].length  # s a round-off past the end
+
+    def point(self, s: float) -> np.ndarray:
+        """The path point at arc length s (mod the perimeter) from the start."""
+        seg, t = self.locate(s)
+        return seg.point(t)
 
 
 class BeltError(ValueError):
@@ -108,6 +115,12 @@ def _tangent(ci: np.ndarray, ri: float, cj: np.ndarray, rj: float) -> np.ndarray
     return np.array([math.cos(beta), math.sin(beta)])
 
 
+def _better(turn: float, reach: float, best_turn: float, best_reach: float) -> bool:
+    """Whether a tangent (its clockwise turn, its length) beats the best so far: the least turn, and of tangents
+    tied on it the farthest."""
+    return turn < best_turn - _TIE or (abs(turn - best_turn) <= _TIE and reach > best_reach)
+
+
 def belt_path(circles: list[tuple[float, float, float]]) -> Belt:
     """The convex hull of the circles (x, z, r), gift-wrapped clockwise by outer tangents from its top point.
 
@@ -122,7 +135,8 @@ def belt_path(circles: list[tuple[float, float, float]]) -> Belt:
                 key=lambda i: c[i][0])
     cur, n_in, h = start, np.array([0.0, 1.0]), np.array([1.0, 0.0])
     segments: list[Arc | Run] = []
-    for _ in range(2 * len(c) + 1):
+    east = np.array([1.0, 0.0])
+    for step in range(2 * len(c)):  # a hull of n circles has at most 2n − 1 arcs
         best: tuple[float, float, int, np.ndarray] | None = None
         for j in range(len(c)):
             if j == cur:
@@ -133,22 +147,107 @@ def belt_path(circles: list[tuple[float, float, float]]) -> Belt:
             t = np.array([n[1], -n[0]])
             turn = _cw(h, t)
             reach = math.sqrt(max(float((c[j] - c[cur]) @ (c[j] - c[cur])) - (r[cur] - r[j]) ** 2, 0.0))
-            if best is None or turn < best[0] - _TIE or (abs(turn - best[0]) <= _TIE and reach > best[1]):
+            if best is None or _better(turn, reach, best[0], best[1]):
                 best = (turn, reach, j, n)
         if best is None:
             raise BeltError("every roller circle lies inside one of them; expected at least two rollers on the belt")
         turn, _, j, n = best
+        # back on the start roller, the walk ends at the top point unless the hull leaves the roller first (a
+        # roller of unequal radius can be on the hull twice)
+        if step and cur == start and _cw(h, east) <= turn + _TIE:
+            segments.append(Arc(cur, c[cur], r[cur], math.atan2(n_in[1], n_in[0]), _cw(h, east)))
+            return Belt(tuple(segments))
         segments.append(Arc(cur, c[cur], r[cur], math.atan2(n_in[1], n_in[0]), turn))
         segments.append(Run(c[cur] + r[cur] * n, c[j] + r[j] * n))
         cur, n_in, h = j, n, np.array([n[1], -n[0]])
-        if cur == start:  # back round to the top point
-            segments.append(Arc(cur, c[cur], r[cur], math.atan2(n_in[1], n_in[0]), _cw(h, np.array([1.0, 0.0]))))
-            return Belt(tuple(segments))
     raise BeltError("the belt walk did not return to its start; expected rollers whose circles form a convex hull")
+
+
+def _step(belt: Belt, s: float, link: float) -> float:
+    """The arc length past s at which the path is `link` away from its point at s, in a straight line.
+
+    A chord is never longer than its arc, so the answer is at least s + link; on a convex path the chord grows
+    with the arc until it spans half the perimeter, which bounds the search."""
+    p = belt.point(s)
+    gap = lambda u: math.dist(belt.point(u), p) - link  # noqa: E731
+    lo, hi = s + link, s + belt.perimeter / 2
+    if gap(lo) >= 0:  # along a run the chord is the arc: exact up to round-off
+        return lo
+    if not gap(hi) > 0:
+        raise BeltError(f"a link of {link:.6g} m spans more than half the belt; expected more shoes")
+    return scipy.optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=1e-15)
+
+
+def lay_pins(circles: list[tuple[float, float, float]], n: int) -> tuple[list[np.ndarray], float, float]:
+    """n pins closing into a polygon of equal sides linkLen = perimeter / n around the belt of `circles`.
+
+    Pins laid at equal arc spacing would be joined by chords shorter than the spacing wherever the belt
+    wraps, so links of the spacing's length could not close. Instead the pins step along the belt by chords
+    of exactly linkLen, and the belt is inflated by the clearance e (each roller's radius plus e) that makes
+    the n-th step land back on the first pin: the pins sit e outside every roller they wrap (δ = −e) and e
+    off every run. Returns the pins (x, z), linkLen and e."""
+    link = belt_path(circles).perimeter / n
+
+    def overshoot(e: float) -> tuple[float, list[float]]:
+        belt = belt_path([(x, z, r + e) for x, z, r in circles])
+        s = [0.0]
+        for _ in range(n):
+            s.append(_step(belt, s[-1], link))
+        return s[-1] - belt.perimeter, s
+
+    # at e = 0 every wrap's chords fall short of their arcs, so n links overshoot the start; inflating the belt
+    # lengthens it by 2π e and shortens the overshoot, until they meet
+    hi = link
+    while overshoot(hi)[0] > 0:
+        hi *= 2
+    e = 0.0 if overshoot(0.0)[0] <= 0 else scipy.optimize.brentq(lambda x: overshoot(x)[0], 0.0, hi, xtol=1e-15,
+                                                                  rtol=1e-15)
+    belt = belt_path([(x, z, r + e) for x, z, r in circles])
+    return [belt.point(u) for u in overshoot(e)[1][:n]], link, e
 
 
 def _frame(kin: Kinematics, body: int) -> tuple[np.ndarray, np.ndarray]:
     return kin.R[body], kin.p[body]
+
+
+def _belt(model: Model, kin: Kinematics, t: Track) -> tuple[Belt, list[tuple[float, float, float]], float]:
+    """The band's belt in its root's xz-plane with the rollers where `kin` puts them, its circles (x, z, r), and
+    the plane's y there."""
+    def fail(line: int, msg: str) -> NoReturn:
+        raise MechError(model.path, line, msg)
+
+    Rr, pr = _frame(kin, t.root)
+    seen: dict[int, int] = {}
+    centres = []
+    for ro in t.rollers:
+        name = model.bodies[ro.body].name
+        if ro.body in seen:
+            fail(ro.line, f"roller '{name}' in track '{t.name}' is listed twice (first at line {seen[ro.body]}); "
+                          "expected each roller body once")
+        seen[ro.body] = ro.line
+        R, p = _frame(kin, ro.body)
+        if abs(Rr[:, 1] @ R[:, 1]) < 1 - 1e-9:
+            fail(ro.line, f"roller '{name}' in track '{t.name}': its y axis is not the band's pin axis "
+                          f"(the y axis of root '{model.bodies[t.root].name}') at the design pose; "
+                          "expected a roller turning about the root's y")
+        centres.append(Rr.T @ (p - pr))  # the axle at the roller body's origin, in the root frame
+    circles = [(float(cx), float(cz), ro.radius) for (cx, _, cz), ro in zip(centres, t.rollers)]
+    try:
+        belt = belt_path(circles)
+    except BeltError as e:
+        fail(t.line, f"track '{t.name}': {e}")
+    return belt, circles, float(np.mean([cy for _, cy, _ in centres]))  # the plane through the rollers' mean y
+
+
+def band_belt(model: Model, t: Track, q: np.ndarray | None = None) -> Belt:
+    """Track t's belt path in its root's xz-plane, the rollers at q (the design pose by default); roller i of
+    the track is circle i of the path."""
+    return _belt(model, forward_kinematics(model, model.q0() if q is None else q), t)[0]
+
+
+def pin_clearance(model: Model, t: Track) -> float:
+    """The clearance e of an expanded band's design pose: how far its pins sit outside the rollers they wrap."""
+    return lay_pins(_belt(model, forward_kinematics(model, model.q0()), t)[1], t.shoes)[2]
 
 
 def expand_tracks(model: Model, q: np.ndarray) -> tuple[Model, np.ndarray]:
@@ -170,34 +269,17 @@ def expand_tracks(model: Model, q: np.ndarray) -> tuple[Model, np.ndarray]:
 
 def _expand(model: Model, kin: Kinematics, t: Track, first: int,
             declared: dict[str, int]) -> tuple[list[Body], np.ndarray, tuple[Track, Loop]]:
-    def fail(line: int, msg: str):
+    def fail(line: int, msg: str) -> NoReturn:
         raise MechError(model.path, line, msg)
 
     Rr, pr = _frame(kin, t.root)
-    seen: dict[int, int] = {}
-    centres = []
-    for ro in t.rollers:
-        name = model.bodies[ro.body].name
-        if ro.body in seen:
-            fail(ro.line, f"roller '{name}' in track '{t.name}' is listed twice (first at line {seen[ro.body]}); "
-                          "expected each roller body once")
-        seen[ro.body] = ro.line
-        R, p = _frame(kin, ro.body)
-        if abs(Rr[:, 1] @ R[:, 1]) < 1 - 1e-9:
-            fail(ro.line, f"roller '{name}' in track '{t.name}': its y axis is not the band's pin axis "
-                          f"(the y axis of root '{model.bodies[t.root].name}') at the design pose; "
-                          "expected a roller turning about the root's y")
-        centres.append(Rr.T @ (p - pr))  # the axle at the roller body's origin, in the root frame
-    try:
-        belt = belt_path([(cx, cz, ro.radius) for (cx, _, cz), ro in zip(centres, t.rollers)])
-    except BeltError as e:
-        fail(t.line, f"track '{t.name}': {e}")
-    y = float(np.mean([cy for _, cy, _ in centres]))  # the band's plane, through the rollers' mean y
+    belt, circles, y = _belt(model, kin, t)
     n = t.shoes
     perimeter = belt.perimeter
-    ds = perimeter / n
-    # pins evenly by arc length; each shoe points along the chord to the next pin
-    pins = [belt.point(k * ds) for k in range(n)]
+    try:
+        pins, ds, _ = lay_pins(circles, n)
+    except BeltError as e:
+        fail(t.line, f"track '{t.name}' with {n} shoes: {e}")
     chords = [pins[(k + 1) % n] - pins[k] for k in range(n)]
     theta = np.array([math.atan2(-cz, cx) for cx, cz in chords])  # roty(θ) turns x onto (cos θ, −sin θ)
     width = max(2, len(str(n - 1)))
