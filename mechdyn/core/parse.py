@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from .errors import MechError, MechWarning
+from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, loop_of_row, closure, project_q
 from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
 from .tracks import expand_tracks

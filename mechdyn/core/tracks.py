@@ -4,7 +4,7 @@ A band of N shoes becomes a floating anchor shoe parented to the base and a chai
 each shoe's frame at its own pin with the next pin at +linkLen on x, closed by one point-on-line loop from the
 last shoe's trailing pin to the anchor's leading pin (docs/mech-format.md, "Track bands"). The path is the
 convex hull of every roller circle in the root body's xz-plane, walked clockwise (x forward, z up) from the
-hull's top point; the shoes are laid on it evenly by arc length with linkLen = perimeter / N.
+hull's top point; linkLen = perimeter / N, and the pins step round it by chords of exactly linkLen (lay_pins).
 """
 from __future__ import annotations
 
@@ -288,6 +288,10 @@ def _expand(model: Model, kin: Kinematics, t: Track, first: int,
         if nm in declared:
             fail(t.line, f"track '{t.name}' expands into a shoe named '{nm}', but a body of that name is declared "
                          f"at line {declared[nm]}; expected shoe names {names[0]}..{names[-1]} to be free")
+    loop_lines = {lp.name: lp.line for lp in model.loops}
+    if f"{t.name}.closure" in loop_lines:
+        fail(t.line, f"track '{t.name}' expands into a loop named '{t.name}.closure', but a loop of that name is "
+                     f"declared at line {loop_lines[t.name + '.closure']}; expected the name to be free")
     anchor_R = Rr @ roty(theta[0])
     anchor_p = pr + Rr @ np.array([pins[0][0], y, pins[0][1]])
     shoe = dict(mass=t.mass, cg=t.cg, inertia=t.inertia, fext=t.fext, line=t.line)
