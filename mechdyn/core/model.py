@@ -231,8 +231,8 @@ class Model:
         raise KeyError(name)
 
     def q0(self) -> np.ndarray:
-        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree,
-        then closed onto the loop constraints when the model has loops."""
+        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree, each
+        track band laid round its belt (mechdyn/core/tracks.py), then closed onto the loop constraints."""
         return self.q_design.copy() if self.q_design is not None else self.q_nominal()
 
     def q_nominal(self) -> np.ndarray:

@@ -669,8 +669,9 @@ class _Builder:
 def parse(text: str, path: str = "<string>", name: str | None = None, assemble: bool = True) -> Model:
     """The Model described by `.mech` source `text`; errors are located in `path`.
 
-    With `assemble`, a model with loops gets its design pose closed onto them
-    (and fails here if it cannot be); without, only the text is checked.
+    With `assemble`, track bands are expanded into bodies and a model with loops
+    gets its design pose closed onto them (and fails here if it cannot be);
+    without, only the text is checked and the bands stay unexpanded.
     """
     stmts, settings = _read(text, path)
     model = _Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings)
