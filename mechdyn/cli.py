@@ -44,17 +44,28 @@ def describe(model: Model) -> str:
         f"  gravity {' '.join(f'{g:g}' for g in model.gravity)}  stab {model.stab:g} s",
         "",
     ]
-    bodies = pd.DataFrame(
-        {
-            "body": [b.name for b in model.bodies],
-            "parent": [_body_name(model, b.parent) for b in model.bodies],
-            "joint": [b.joint + ("" if b.axis < 0 else " " + AXES[b.axis]) for b in model.bodies],
-            "q": [f"{i}..{i + b.nq - 1}" if b.nq > 1 else str(i) for b, i in zip(model.bodies, model.qidx)],
-            "v": [f"{i}..{i + b.nv - 1}" if b.nv > 1 else str(i) for b, i in zip(model.bodies, model.vidx)],
-            "mass": [b.mass for b in model.bodies],
-            "fext": ["yes" if b.fext else "" for b in model.bodies],
-        }
-    )
+    rows = {"body": [], "parent": [], "joint": [], "q": [], "v": [], "mass": [], "fext": []}
+    bands = {t.first_shoe: t for t in model.tracks if t.expanded}
+
+    def span(first: int, last: int, idx: tuple[int, ...], width: list[int]) -> str:
+        hi = idx[last] + width[last] - 1
+        return f"{idx[first]}..{hi}" if hi > idx[first] else str(idx[first])
+
+    i = 0
+    while i < model.nbody:  # a band's shoes fold into one row: they are one block of the file
+        t = bands.get(i)
+        last = i + t.shoes - 1 if t else i
+        b = model.bodies[i]
+        rows["body"].append(f"{b.name}..{model.bodies[last].name}" if t else b.name)
+        rows["parent"].append(_body_name(model, b.parent))
+        rows["joint"].append(f"floating + {t.shoes - 1} revolute y" if t else
+                             b.joint + ("" if b.axis < 0 else " " + AXES[b.axis]))
+        rows["q"].append(span(i, last, model.qidx, [x.nq for x in model.bodies]))
+        rows["v"].append(span(i, last, model.vidx, [x.nv for x in model.bodies]))
+        rows["mass"].append(f"{t.shoes} x {b.mass:g}" if t else b.mass)
+        rows["fext"].append("yes" if b.fext else "")
+        i = last + 1
+    bodies = pd.DataFrame(rows)
     lines.append(bodies.to_string(index=False))
     sections = [
         ("loops", [f"{lp.name}: {lp.joint} {_body_name(model, lp.pred)} -> {_body_name(model, lp.succ)} (nc {lp.nc})"
@@ -65,8 +76,7 @@ def describe(model: Model) -> str:
                   + (f"  act[{e.act}]" if e.act >= 0 else "") for e in model.tsdas]),
         ("rsda", [f"{e.name}: joint of {model.bodies[e.body].name}  k {e.k:g}  c {e.c:g}  q0 {e.q0:g}"
                   + (f"  act[{e.act}]" if e.act >= 0 else "") for e in model.rsdas]),
-        ("tracks", [f"{t.name}: {t.shoes} shoes on {_body_name(model, t.root)}, {len(t.rollers)} rollers"
-                    for t in model.tracks]),
+        ("tracks", [_band_line(model, t) for t in model.tracks]),
         ("ground", [f"terrain {model.ground.terrain} {' '.join(f'{x:g}' for x in model.ground.params)}"]
          if model.ground else []),
     ]
@@ -76,6 +86,17 @@ def describe(model: Model) -> str:
     lines.append("")
     lines.append(f"total mass {sum(b.mass for b in model.bodies):.6g} kg")
     return "\n".join(lines)
+
+
+def _band_line(model: Model, t) -> str:
+    """One track band: its shoes, linkLen beside the declared pitch, and its rollers."""
+    rollers = ", ".join(_body_name(model, r.body) + (" end" if r.end else "") + (" drive" if r.drive else "")
+                        + (f" {r.teeth} teeth" if r.teeth else "") for r in t.rollers)
+    if not t.expanded:
+        return f"{t.name}: {t.shoes} shoes on {_body_name(model, t.root)}, {len(t.rollers)} rollers ({rollers})"
+    return (f"{t.name}: {t.shoes} shoes {model.bodies[t.first_shoe].name}..{model.bodies[t.first_shoe + t.shoes - 1].name}"
+            f" on {_body_name(model, t.root)}, linkLen {t.link_len:.6g} m (declared pitch {t.pitch:g} m), "
+            f"belt {t.perimeter:.6g} m around {len(t.rollers)} rollers ({rollers})")
 
 
 def cmd_info(args: argparse.Namespace) -> int:

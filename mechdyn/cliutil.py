@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mechdyn.core.errors import MechWarning
 from mechdyn.sim.run import MAX_STEPS, step_count
 
 if TYPE_CHECKING:
@@ -84,7 +85,10 @@ def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -
     finally:
         if show:
             for w in held:
-                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+                if issubclass(w.category, MechWarning):  # located in the model file, as its errors are
+                    print(f"{w.filename}:{w.lineno}: warning: {w.message}", file=sys.stderr)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 def load_model(spec: str) -> Model:

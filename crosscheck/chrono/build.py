@@ -92,8 +92,9 @@ def build(model: Model, mapping: Mapping | None = None) -> ChronoModel:
     digit at several times the cost).
     """
     ch = require_pychrono()
-    if model.tracks or model.ground is not None:
-        raise NotImplementedError(f"model {model.name!r}: track bands and ground contact have no Chrono counterpart here")
+    if any(not t.expanded for t in model.tracks) or model.ground is not None:
+        raise NotImplementedError(f"model {model.name!r}: unexpanded track bands and ground contact have no Chrono "
+                                  "counterpart here")
     mapping = mapping or Mapping(model)
     system = ch.ChSystemNSC()
     system.SetGravitationalAcceleration(_vec(ch, model.gravity))

@@ -2,8 +2,9 @@
 
 Uses mechdyn.core (model, spatial algebra, kinematics) and nothing from mechdyn.codegen.
 The tree algorithms (CRBA, RNEA, ABA, forward_crba, forward_aba) work on the
-spanning tree; `forward` closes the loops (method 2, loops.py). Track bands are
-not expanded yet and raise NotImplementedError.
+spanning tree; `forward` closes the loops (method 2, loops.py). A loaded model's
+track bands are ordinary bodies and a loop (mechdyn/core/tracks.py); a band left
+unexpanded (parsed without assembly) raises NotImplementedError.
 """
 from .aba import AbaFactor, aba_factor, aba_solve, forward_aba
 from .common import require_expanded

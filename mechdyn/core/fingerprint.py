@@ -15,7 +15,7 @@ from mechdyn.core.model import Model
 # Dataclass fields that say where a model came from and never reach the generated C (messages only;
 # tests/codegen/test_build_cache.py checks that changing them leaves the generated source unchanged), so a
 # reformatted or moved .mech file shares its module.
-PROVENANCE_FIELDS = frozenset({"path", "source", "line"})
+PROVENANCE_FIELDS = frozenset({"path", "source", "line", "pitch_line"})
 
 
 def _feed(h: "hashlib._Hash", x: object, where: str) -> None:

@@ -129,6 +129,7 @@ class Roller:
     end: bool
     drive: bool
     teeth: int  # 0 when not given
+    line: int = 0  # line of the `roller` statement, for messages
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,15 @@ class Track:
     kt: float | None
     mu: float | None
     line: int
+    pitch_line: int = 0  # line of the `pitch` key, for the pitch warning
+    # set once the band is expanded into bodies (mechdyn/core/tracks.py); -1 / None before
+    first_shoe: int = -1  # body index of the anchor shoe; the others follow it in order
+    link_len: float | None = None  # pin to pin, = perimeter / shoes
+    perimeter: float | None = None  # of the belt path at the design pose
+
+    @property
+    def expanded(self) -> bool:
+        return self.first_shoe >= 0
 
 
 @dataclass(frozen=True)
@@ -221,8 +231,8 @@ class Model:
         raise KeyError(name)
 
     def q0(self) -> np.ndarray:
-        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree,
-        then closed onto the loop constraints when the model has loops."""
+        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree, each
+        track band laid round its belt (mechdyn/core/tracks.py), then closed onto the loop constraints."""
         return self.q_design.copy() if self.q_design is not None else self.q_nominal()
 
     def q_nominal(self) -> np.ndarray:

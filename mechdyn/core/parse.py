@@ -20,8 +20,10 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
+from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, loop_of_row, closure, project_q
 from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
+from .tracks import expand_tracks
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
@@ -34,19 +36,6 @@ _ZERO3 = _frozen(np.zeros(3))
 _DEFAULT_GRAVITY = _frozen([0.0, 0.0, -9.81])
 _DEFAULT_STAB = 0.1
 _SLACK = 1e-9  # relative slack on the inertia triangle inequality: exact thin plates sit on its boundary
-
-
-class MechError(ValueError):
-    """A bad `.mech` input; `str(e)` is `path:line: msg`."""
-
-    def __init__(self, path: str, line: int, msg: str) -> None:
-        super().__init__(f"{path}:{line}: {msg}")
-        self.path, self.line, self.msg = path, line, msg
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # the default rebuilds from self.args (the formatted string), which
-        # breaks unpickling in worker processes
-        return type(self), (self.path, self.line, self.msg)
 
 
 class ModelNotFound(ValueError):
@@ -654,7 +643,7 @@ class _Builder:
         root = self.body_ref(v["root"], s.at("root"), f"'root' in {s.label}", allow_base=False)
         rollers = tuple(
             Roller(body=self.body_ref(b, ln, f"'roller' in {s.label}", allow_base=False),
-                   radius=r, end=end, drive=drive, teeth=teeth)
+                   radius=r, end=end, drive=drive, teeth=teeth, line=ln)
             for (b, r, end, drive, teeth), ln in v["roller"]
         )
         n_end = sum(r.end for r in rollers)
@@ -664,7 +653,7 @@ class _Builder:
         self.tracks.append(Track(name=s.name, root=root, plane=v["plane"], shoes=v["shoes"], pitch=v["pitch"],
                                  mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"],
                                  rollers=rollers, pad=v["pad"], thickness=v["thickness"],
-                                 kn=v["kn"], kt=v["kt"], mu=v["mu"], line=s.line))
+                                 kn=v["kn"], kt=v["kt"], mu=v["mu"], line=s.line, pitch_line=s.at("pitch")))
 
     def add_ground(self, s: _Stmt) -> None:
         if self.ground is not None:
@@ -680,8 +669,9 @@ class _Builder:
 def parse(text: str, path: str = "<string>", name: str | None = None, assemble: bool = True) -> Model:
     """The Model described by `.mech` source `text`; errors are located in `path`.
 
-    With `assemble`, a model with loops gets its design pose closed onto them
-    (and fails here if it cannot be); without, only the text is checked.
+    With `assemble`, track bands are expanded into bodies and a model with loops
+    gets its design pose closed onto them (and fails here if it cannot be);
+    without, only the text is checked and the bands stay unexpanded.
     """
     stmts, settings = _read(text, path)
     model = _Builder(path, stmts).model(Path(path).stem if name is None else name, text, settings)
@@ -689,17 +679,34 @@ def parse(text: str, path: str = "<string>", name: str | None = None, assemble: 
 
 
 def assemble_model(model: Model) -> Model:
-    """The model with its design pose closed onto the loop constraints (a no-op without loops)."""
-    if not model.loops:
+    """The model with its track bands expanded into bodies (mechdyn/core/tracks.py) and its design pose closed
+    onto the loop constraints (a no-op without loops or tracks).
+
+    The written bodies are assembled first, so the rollers are located where their own loops put them; the
+    bands are then laid around them and the whole pose is closed once more, to round-off."""
+    if not model.loops and not model.tracks:
         return model
-    try:
-        q = project_q(model, model.q0())
-    except AssemblyError as e:
-        phi, _ = closure(model, model.q0())
-        lp = loop_of_row(model, int(np.argmax(np.abs(phi))))
-        raise MechError(model.path, lp.line, f"cannot assemble the design pose: {e}; expected anchors that "
-                        f"can meet (check anchor_pred, anchor_succ and length of loop '{lp.name}')") from None
+    q = _closed(model, model.q0())
+    if any(not t.expanded for t in model.tracks):
+        model, q = expand_tracks(model, q)
+        q = _closed(model, q)
     return replace(model, q_design=q)
+
+
+def _closed(model: Model, q: np.ndarray) -> np.ndarray:
+    """q projected onto the loops, an AssemblyError turned into a MechError at the worst loop's line."""
+    if not model.loops:
+        return q
+    try:
+        return project_q(model, q)
+    except AssemblyError as e:
+        phi, _ = closure(model, q)
+        lp = loop_of_row(model, int(np.argmax(np.abs(phi))))
+        band = next((t for t in model.tracks if t.expanded and lp.succ == t.first_shoe + t.shoes - 1), None)
+        hint = (f"check the rollers of track '{band.name}'" if band is not None else
+                f"check anchor_pred, anchor_succ and length of loop '{lp.name}'")
+        raise MechError(model.path, lp.line, f"cannot assemble the design pose: {e}; expected anchors that "
+                        f"can meet ({hint})") from None
 
 
 def load_model(spec: str | os.PathLike[str]) -> Model:

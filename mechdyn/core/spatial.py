@@ -127,3 +127,23 @@ def xtree(body: Body) -> np.ndarray:
     if body.joint == "floating":
         return np.eye(6)
     return plux(_I3, body.xtree)
+
+
+def R_to_quat(R: np.ndarray) -> np.ndarray:
+    """The unit quaternion [w, x, y, z] (w >= 0) of rotation matrix R, the inverse of quat_to_R.
+
+    Shepperd's choice: solve for the largest of |w|, |x|, |y|, |z| first, so no division is by a small number."""
+    t = np.trace(R)
+    k = int(np.argmax([t, R[0, 0], R[1, 1], R[2, 2]]))
+    if k == 0:
+        w = np.sqrt(1.0 + t) / 2
+        Q = np.array([w, (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w)])
+    else:
+        i, j, m = k - 1, k % 3, (k + 1) % 3
+        v = np.zeros(3)
+        v[i] = np.sqrt(1.0 + 2 * R[i, i] - t) / 2
+        v[j] = (R[j, i] + R[i, j]) / (4 * v[i])
+        v[m] = (R[m, i] + R[i, m]) / (4 * v[i])
+        Q = np.array([(R[m, j] - R[j, m]) / (4 * v[i]), *v])
+    Q /= np.linalg.norm(Q)
+    return Q if Q[0] >= 0 else -Q

@@ -37,9 +37,11 @@ def xml_escape(s: str) -> str:
 
 
 def unsupported(model: Model) -> list[str]:
-    """Tracks and ground contact: no exporter expresses them yet."""
-    items = [f"track '{t.name}' ({model.path}:{t.line}): track bands are not expanded into bodies yet"
-             for t in model.tracks]
+    """Track contact and ground contact: no exporter expresses them yet (an expanded band's shoes and closure are
+    ordinary bodies and a loop, exported as such)."""
+    items = [f"track '{t.name}' ({model.path}:{t.line}): "
+             + ("its roller and ground contact is not exported" if t.expanded else
+                "track bands are not expanded into bodies yet") for t in model.tracks]
     if model.ground is not None:
         items.append(f"ground ({model.path}:{model.ground.line}): contact is not exported")
     return items

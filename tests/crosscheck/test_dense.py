@@ -234,7 +234,7 @@ def test_aba_solve_is_H_inverse(name):
 
 
 def test_unexpanded_tracks_rejected():
-    """Track bands are parsed but not expanded yet: every dense entry point refuses them rather than ignore them."""
+    """A track band left unexpanded (parsed without assembly): every dense entry point refuses it rather than ignore it."""
     base = planar3()
     rollers = tuple(Roller(body=k, radius=0.2, end=True, drive=False, teeth=0) for k in (0, 1))
     track = Track(name="band", root=0, plane="xz", shoes=10, pitch=0.1, mass=1.0, cg=np.zeros(3), inertia=np.eye(3),

@@ -122,6 +122,9 @@ CHAIN_GATES = {
     "chain63": (63, 1e-9, 1e-9),
     "band63": (63, 1e-9, 1e-9),
     "twobands": (69, 1e-9 * (69 / 64) ** 4, 1e-9 * (69 / 64) ** 4),  # 6 hull coordinates + 63 shoes
+    # the expanded bands: 6 anchor coordinates + 15 (16 shoes) and + 39 (40 shoes) pins
+    "track_min": (21, 1e-9, 1e-12 * (21 / 8) ** 4),
+    "track_demo": (45, 1e-9, 1e-9),  # 1e-12 (45/8)^4 = 1.001e-9, capped
 }
 
 
