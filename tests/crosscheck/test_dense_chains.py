@@ -125,6 +125,7 @@ CHAIN_GATES = {
     # the expanded bands: 6 anchor coordinates + 15 (16 shoes) and + 39 (40 shoes) pins
     "track_min": (21, 1e-9, 1e-12 * (21 / 8) ** 4),
     "track_demo": (45, 1e-9, 1e-9),  # 1e-12 (45/8)^4 = 1.001e-9, capped
+    "m113": (68, 1e-9 * (68 / 64) ** 4, 1e-9 * (68 / 64) ** 4),  # 6 anchor coordinates + 62 pins of a 63-shoe band
 }
 
 
