@@ -71,6 +71,9 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     if args.body is not None and args.body not in [b.name for b in model.bodies]:
         raise InputError(f"{model.name} has no body {args.body!r}; its bodies: {', '.join(b.name for b in model.bodies)}")
     dyn = Dynamics(model, progress=True)
+    if model.ground is not None and not args.json:
+        print(f"{model.name}: note: the ground block ({model.path}:{model.ground.line}) is left out on both sides: "
+              "fwd_dyn has no contact forces, so the bands fall free")
     if args.sim is None:
         return _report(model.name, checks.run_all(model, dyn, args.trials, args.seed, SIM_T, SIM_DT, progress=True),
                        args.json)

@@ -220,7 +220,7 @@ def closure_defects(model) -> tuple[float, str | None]:
     return float(np.abs(phi).max()), rank_deficiency(model, K)
 
 
-@pytest.mark.parametrize("name", ["band", "track_min", "track_demo"])
+@pytest.mark.parametrize("name", ["band", "track_min", "track_demo", "m113"])
 def test_design_pose_closes_the_band(name):
     m = quiet(band_text()) if name == "band" else load_model(name)
     res, rank = closure_defects(m)
@@ -265,7 +265,7 @@ def clearance_defects(model) -> tuple[float, float]:
     return max(float(d.max()) for d in delta.values()), max(float(-np.sort(d)[-2]) for d in delta.values())
 
 
-@pytest.mark.parametrize("name", ["band", "track_min", "track_demo"])
+@pytest.mark.parametrize("name", ["band", "track_min", "track_demo", "m113"])
 def test_pins_sit_just_outside_the_end_pulleys(name):
     m = quiet(band_text()) if name == "band" else load_model(name)
     inside, slack = clearance_defects(m)
@@ -365,3 +365,58 @@ def test_info_folds_the_band_and_prints_the_warnings(tmp_path, capsys):
         link = parse(WARNINGS["pitch"][0]).tracks[0].link_len
     assert f"linkLen {link:.6g} m (declared pitch 0.18 m)" in out
     assert f"{f}:{PITCH}: warning: track 'band': perimeter / shoes" in err
+
+
+# ---------------------------------------------------------------- the M113
+
+
+def roller_pokes(model) -> dict[str, float]:
+    """How far each roller's circle pokes through the polygon of its band's pins at q0 (≤ 0: it does not), in the
+    band plane: its radius less its centre's distance to the nearest side of the polygon."""
+    kin = forward_kinematics(model, model.q0())
+    out = {}
+    for t in model.tracks:
+        Rr = kin.R[t.root]
+        pins = (kin.p[t.first_shoe : t.first_shoe + t.shoes] @ Rr)[:, [0, 2]]
+        sides = list(zip(pins, np.roll(pins, -1, axis=0)))
+        for ro in t.rollers:
+            c = (kin.p[ro.body] @ Rr)[[0, 2]]
+            dist = min(float(np.linalg.norm(c - (a + np.clip((c - a) @ (b - a) / ((b - a) @ (b - a)), 0, 1) * (b - a))))
+                       for a, b in sides)
+            out[model.bodies[ro.body].name] = ro.radius - dist
+    return out
+
+
+def test_m113_band_rides_all_seven_rollers():
+    """The M113's bands: 27 written bodies expand to 153 (nq 171, nv 168, nc 4) with no load warning; no roller
+    pokes through its band's pins by more than the sagitta linkLen²/8R of one link across it (a wrap arc's
+    chord; seed 000: 0.0087 m, against 0.22 m for a belt round the end pulleys only); linkLen is within the
+    warnings' 5 % of the sprocket's tooth pitch and of the declared pitch; the mass is the vehicle's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MechWarning)
+        m = load_model("m113")
+    assert (m.nbody, m.nq, m.nv, sum(2 for _ in m.loops)) == (153, 171, 168, 4)
+    mass = sum(b.mass for b in m.bodies)
+    assert abs(mass - 11340.0) / 11340.0 < 0.005, mass
+    pokes = roller_pokes(m)
+    for t in m.tracks:
+        sprocket = next(ro for ro in t.rollers if ro.drive)
+        tooth = TAU * sprocket.radius / sprocket.teeth
+        sagitta = {m.bodies[ro.body].name: t.link_len ** 2 / (8 * ro.radius) for ro in t.rollers}
+        worst = max(sagitta, key=lambda name: pokes[name] - sagitta[name])
+        print(f"{t.name}: linkLen {t.link_len:.6f} m, tooth pitch {tooth:.6f} m, declared {t.pitch} m; closest to its "
+              f"bound: {worst} {pokes[worst]:.4f} m through the pins (one link's sagitta {sagitta[worst]:.4f} m)")
+        assert all(pokes[name] <= bound for name, bound in sagitta.items())
+        assert abs(t.link_len / tooth - 1) < tracks.PITCH_TOLERANCE and abs(t.link_len / t.pitch - 1) < tracks.PITCH_TOLERANCE
+
+
+def test_planted_end_pulleys_only_let_the_m113_wheels_through(monkeypatch):
+    """The M113's bands laid round their two end pulleys alone: its road wheels poke through the lower run."""
+    real = tracks.lay_pins
+    monkeypatch.setattr(tracks, "lay_pins", lambda circles, n: real(circles[:2], n))  # sprocket and idler first
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MechWarning)
+        m = load_model("m113")
+    worst = max(roller_pokes(m).values())
+    print(f"m113 with end-pulley belts: a road wheel pokes {worst:.3f} m through its band")
+    assert worst > 0.1
