@@ -94,7 +94,7 @@ def build(model: Model, mapping: Mapping | None = None) -> ChronoModel:
     (cmd_chrono says so).
     """
     ch = require_pychrono()
-    if any(not t.expanded for t in model.tracks):
+    if not model.bands_expanded:
         raise NotImplementedError(f"model {model.name!r}: unexpanded track bands have no Chrono counterpart here")
     mapping = mapping or Mapping(model)
     system = ch.ChSystemNSC()

@@ -10,7 +10,7 @@ from mechdyn.core.spatial import jcalc, mcI, xtree
 
 def require_expanded(model: Model) -> None:
     """Raise NotImplementedError for a model whose track bands are not yet expanded into bodies."""
-    if any(not t.expanded for t in model.tracks):
+    if not model.bands_expanded:
         raise NotImplementedError(
             f"model {model.name!r}: track bands are parsed but not yet expanded into bodies, "
             f"so the dense reference cannot run it ({len(model.tracks)} tracks)"

@@ -56,7 +56,7 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
     C, elements, and the solve of H qdd = tau − C + Q: by LᵀDL, or the KKT system with loops (`eager`: the
     LᵀDL's updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops.
     Past `budget` emitted operations it raises OverBudget."""
-    if any(not t.expanded for t in model.tracks):
+    if not model.bands_expanded:
         raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder(path=model.path)
     b.budget = budget

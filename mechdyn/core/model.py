@@ -230,6 +230,11 @@ class Model:
                 return i
         raise KeyError(name)
 
+    @property
+    def bands_expanded(self) -> bool:
+        """Whether every track band is expanded into shoe bodies and a closure (parse's assembly does it)."""
+        return all(t.expanded for t in self.tracks)
+
     def q0(self) -> np.ndarray:
         """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree, each
         track band laid round its belt (mechdyn/core/tracks.py), then closed onto the loop constraints."""

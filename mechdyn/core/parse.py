@@ -687,7 +687,7 @@ def assemble_model(model: Model) -> Model:
     if not model.loops and not model.tracks:
         return model
     q = _closed(model, model.q0())
-    if any(not t.expanded for t in model.tracks):
+    if not model.bands_expanded:
         model, q = expand_tracks(model, q)
         q = _closed(model, q)
     return replace(model, q_design=q)
