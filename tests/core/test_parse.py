@@ -279,6 +279,8 @@ def grid_ground(rows: list[str], terrain: str = "grid -1 -2 0.5 0.25") -> str:
 
 
 GRID_ROWS = ["0 0.1 0.2 0.3 0.4", "0 0 0 0 0", "1 1 1 1 -1", "-1e-3 2 3 4 5"]  # 4 rows (y) of 5 columns (x)
+_PLANE = "ground\n  terrain plane 0 0 2 0.5\n  kn 1e5\n  mu 0.7\nend\n"
+FULL_GRID = FULL.replace(_PLANE, grid_ground(GRID_ROWS))  # every construct, the ground a grid
 
 
 def test_grid_terrain():
@@ -300,6 +302,7 @@ def test_grid_terrain():
     # the other terrains carry no heights
     assert parse(BODY_A + _GROUND.format(terrain="sine 0 0.1 2 2")).ground.heights is None
     assert parse(FULL).ground.heights is None
+    assert FULL_GRID != FULL and parse(FULL_GRID).ground.heights.tolist() == parse(text).ground.heights.tolist()
 
 
 def test_grid_heights_round_trip_exactly():
@@ -423,7 +426,8 @@ ERRORS = {
                     "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, mass, cg, inertia, fext "
                     "(did you mean 'mass'?)"),
     "unknown key ground": ("ground\n  terrain plane 0 0 1 0\n  kn 1\n  muu 1  # <-\n  mu 1\nend\n" + BODY_A,
-                           "unknown key 'muu' in ground; expected one of terrain, heights, kn, kt, mu (did you mean 'mu'?)"),
+                           "unknown key 'muu' in ground; expected one of terrain, heights, kn, kt, mu "
+                           "(did you mean 'mu'?)"),
     # field counts
     "too few fields": (BODY_WITH.format("  xtree 1 2   # <-\n"),
                        "wrong number of fields for 'xtree' in body 'a': got 2; expected 'xtree x y z'"),
@@ -699,8 +703,9 @@ def test_parse_is_fast():
 
 # ---------------------------------------------------------------- fuzzing
 
-_LINES = FULL.split("\n")
-_VOCAB = sorted({tok for line in _LINES for tok in line.split()} | {
+_SOURCES = [FULL.split("\n"), FULL_GRID.split("\n")]  # ground on a plane and on a grid
+_GRID_ONLY = [(BODY_A + grid_ground(GRID_ROWS)).split("\n")]  # small, so most mutations land in the grid
+_VOCAB = sorted({tok for lines in _SOURCES for line in lines for tok in line.split()} | {
     "nan", "inf", "-inf", "-1", "0", "1e999", "base", "end", "body", "loop", "ground", "x", "q", "1_0", "#",
     "grid", "sine"})
 _INSERTS = ["body", "loop", "tsda", "rsda", "track", "ground", "end", "poi", "gravity", "stab", "mass",
@@ -710,8 +715,8 @@ _token = st.one_of(st.sampled_from(_VOCAB), st.text(max_size=8),
 
 
 @st.composite
-def mutated(draw) -> str:
-    lines = list(_LINES)
+def mutated(draw, sources: list[list[str]] = _SOURCES) -> str:
+    lines = list(draw(st.sampled_from(sources)))
     for _ in range(draw(st.integers(1, 4))):
         i = draw(st.integers(0, len(lines) - 1))
         op = draw(st.sampled_from(["delete", "duplicate", "swap", "token", "insert", "shorten", "truncate"]))
@@ -740,12 +745,22 @@ def mutated(draw) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated())
-def test_mutations_raise_only_located_mech_errors(text):
+def located_or_parsed(text: str) -> None:
     try:
         parse_and_assemble(text, "fuzz.mech")  # the whole load path, assembly included
     except MechError as e:
         assert 1 <= e.line <= len(text.split("\n")) + 1, str(e)
         assert str(e).startswith(f"fuzz.mech:{e.line}: ") and e.msg
         assert "\n" not in str(e)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_mutations_raise_only_located_mech_errors(text):
+    located_or_parsed(text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(_GRID_ONLY))
+def test_grid_mutations_raise_only_located_mech_errors(text):
+    located_or_parsed(text)
