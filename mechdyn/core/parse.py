@@ -682,12 +682,13 @@ class _Builder:
             self.fail(rows[0][1], f"'heights' given for 'terrain {kind}' in ground; "
                                   "expected heights only with 'terrain grid x0 y0 dx dy'")
         if kind == "grid":
-            tl = s.at("terrain")
             if len(rows) < _STENCIL:
-                got = f"{len(rows)} 'heights' rows" + (f" (lines {rows[0][1]}-{rows[-1][1]})" if rows else "")
-                self.fail(tl, f"'terrain grid' in ground has {got}; expected at least {_STENCIL} "
-                              f"'heights h0 h1 ...' lines of at least {_STENCIL} values each "
-                              f"(bicubic interpolation needs a {_STENCIL}x{_STENCIL} stencil)")
+                lines = [ln for _, ln in rows]
+                where = f" (line {lines[0]})" if len(rows) == 1 else f" (lines {lines[0]}-{lines[-1]})" if rows else ""
+                self.fail(s.at("terrain"), f"'terrain grid' in ground has {len(rows)} 'heights' row(s){where}; "
+                                           f"expected at least {_STENCIL} 'heights h0 h1 ...' lines of at least "
+                                           f"{_STENCIL} values each (bicubic interpolation needs a "
+                                           f"{_STENCIL}x{_STENCIL} stencil)")
             nx, first_line = len(rows[0][0]), rows[0][1]
             for row, ln in rows[1:]:
                 if len(row) != nx:

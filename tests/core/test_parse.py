@@ -601,15 +601,17 @@ ERRORS = {
                           "'terrain grid' spacings are 0 1; expected dx > 0 and dy > 0"),
     "grid negative spacing": (grid_ground(GRID_ROWS, terrain="grid 0 0 1 -0.5  # <-"), "expected dx > 0 and dy > 0"),
     "grid without heights": (BODY_A + _GROUND.format(terrain="grid 0 0 1 1  # <-"),
-                             "'terrain grid' in ground has 0 'heights' rows; expected at least 4 'heights h0 h1 ...' "
+                             "'terrain grid' in ground has 0 'heights' row(s); expected at least 4 'heights h0 h1 ...' "
                              "lines of at least 4 values each (bicubic interpolation needs a 4x4 stencil)"),
     "grid three rows": (BODY_A + grid_ground(GRID_ROWS[:3], terrain="grid 0 0 1 1  # <-"),
-                        "'terrain grid' in ground has 3 'heights' rows (lines 9-11); expected at least 4"),
+                        "'terrain grid' in ground has 3 'heights' row(s) (lines 9-11); expected at least 4"),
     "grid short row": (BODY_A + grid_ground(GRID_ROWS[:2] + ["1 2 3  # <-"] + GRID_ROWS[2:]),
                        "'heights' in ground has 3 values; expected at least 4 per row "
                        "(bicubic interpolation needs a 4x4 stencil)"),
     "grid empty row": (BODY_A + grid_ground(GRID_ROWS[:1] + ["  # <-"] + GRID_ROWS[1:]),
                        "'heights' in ground has 0 values"),
+    "grid one row": (BODY_A + grid_ground(GRID_ROWS[:1], terrain="grid 0 0 1 1  # <-"),
+                     "'terrain grid' in ground has 1 'heights' row(s) (line 9); expected at least 4"),
     "grid ragged row": (BODY_A + grid_ground(GRID_ROWS[:3] + ["1 2 3 4 5 6  # <-"]),
                         "'heights' row in ground has 6 values, the first row (line 9) has 5; "
                         "expected every row the same length"),
