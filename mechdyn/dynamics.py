@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mechdyn.codegen.build import build
-from mechdyn.codegen.capi import FUNCTION
+from mechdyn.codegen.capi import BODY_ROW, FUNCTION
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
@@ -99,7 +99,7 @@ class Dynamics:
         self.nq, self.nv, self.nact = lib.fwd_dyn_nq, lib.fwd_dyn_nv, lib.fwd_dyn_nact
         self.nbody, self.observe_len, self.flops = lib.fwd_dyn_nbody, lib.fwd_dyn_observe_len, lib.fwd_dyn_flops
         if (self.nq, self.nv, self.nbody, lib.fwd_dyn_bodies_len) != (model.nq, model.nv, model.nbody,
-                                                                      18 * model.nbody):
+                                                                      BODY_ROW * model.nbody):
             raise RuntimeError(f"compiled module {self.library} does not match model {model.name}")
         floating = [(b.name, i) for b, i in zip(model.bodies, model.qidx) if b.joint == "floating"]
         self._quat_bodies = floating
@@ -266,7 +266,7 @@ class Dynamics:
         qa, pq = self._arr("q", q, (self.nq,))
         self._check_quaternions("q", qa)
         _, pqd = self._arr("qd", qd, (self.nv,))
-        out = np.empty((self.nbody, 18))
+        out = np.empty((self.nbody, BODY_ROW))
         self._lib.fwd_dyn_bodies(pq, pqd, self._ffi.from_buffer("double[]", out))
         return out
 

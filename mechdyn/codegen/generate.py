@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import Model
 
-from .capi import CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
+from .capi import BODY_ROW, CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
 from .aba import apply_Hinv, articulated_inertias, loop_solve
 from .crba import mass_matrix
 from .elements import element_forces, tsda_state
@@ -199,9 +199,6 @@ def observe_body(model: Model) -> tuple[list[str], Counter]:
 
 def observe_length(model: Model) -> int:
     return 6 * len(model.pois) + 2 * len(model.tsdas) + 2 * len(model.rsdas)
-
-
-BODY_ROW = 18  # doubles per body in fwd_dyn_bodies' out: R (9, row-major), p, w, v
 
 
 def bodies_body(model: Model) -> tuple[list[str], Counter]:
