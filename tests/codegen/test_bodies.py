@@ -59,6 +59,7 @@ def test_row_layout_and_view():
     R, p, w, v = d.body_states(st.q, st.qd)
     assert out.shape == (d.nbody, 18) and d.lib.fwd_dyn_bodies_len == 18 * d.nbody
     assert np.array_equal(out[:, :9], R.reshape(d.nbody, 9)) and np.array_equal(out[:, 9:], np.hstack([p, w, v]))
+    assert not any(x.flags.owndata for x in (R, p, w, v))  # views, as documented, not copies
     # the floating bus: R is the quaternion's rotation, p its position, w = R ω and v = R v_body from qd
     Q, r = st.q[:4], st.q[4:7]
     wq, x, y, z = Q
