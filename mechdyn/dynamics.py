@@ -4,6 +4,7 @@
     qdd = mdl.forward(q, qd, tau)                  # fext=None, act=None
     QDD = mdl.forward_batch(Q, QD, TAU)            # one C call over n states
     obs = mdl.observe(q, qd); i = mdl.find("poi", "tip")
+    R, p, w, v = mdl.body_states(q, qd)            # every body's world pose and velocity
 
 Every entry checks what it hands to C (shape, real dtype, in-place buffers,
 integer ranges) and raises ValueError naming the argument, so that no input can
@@ -15,11 +16,12 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from mechdyn.codegen.build import build
-from mechdyn.codegen.capi import FUNCTION
+from mechdyn.codegen.capi import BODY_ROW, FUNCTION
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
@@ -75,6 +77,15 @@ def integer(name: str, x, least: int, most: int = _C_LONG_MAX) -> int:
     return int(x)
 
 
+class BodyStates(NamedTuple):
+    """Every body's pose and velocity in base (world) coordinates, as Dynamics.body_states returns them: views
+    into the (nbody, 18) rows of Dynamics.bodies, in the model's body frames (docs/conventions.md)."""
+    R: np.ndarray  # (nbody, 3, 3) body-to-world rotation: its columns are the body's axes
+    p: np.ndarray  # (nbody, 3) the body frame's origin
+    w: np.ndarray  # (nbody, 3) the body's angular velocity
+    v: np.ndarray  # (nbody, 3) the velocity of the body frame's origin point
+
+
 class Dynamics:
     """A model with its generated, compiled forward dynamics."""
 
@@ -87,7 +98,8 @@ class Dynamics:
         lib = self._lib
         self.nq, self.nv, self.nact = lib.fwd_dyn_nq, lib.fwd_dyn_nv, lib.fwd_dyn_nact
         self.nbody, self.observe_len, self.flops = lib.fwd_dyn_nbody, lib.fwd_dyn_observe_len, lib.fwd_dyn_flops
-        if (self.nq, self.nv, self.nbody) != (model.nq, model.nv, model.nbody):
+        if (self.nq, self.nv, self.nbody, lib.fwd_dyn_bodies_len) != (model.nq, model.nv, model.nbody,
+                                                                      BODY_ROW * model.nbody):
             raise RuntimeError(f"compiled module {self.library} does not match model {model.name}")
         floating = [(b.name, i) for b, i in zip(model.bodies, model.qidx) if b.joint == "floating"]
         self._quat_bodies = floating
@@ -245,6 +257,23 @@ class Dynamics:
         out = np.empty(self.observe_len)
         self._lib.fwd_dyn_observe(pq, pqd, self._ffi.from_buffer("double[]", out))
         return out
+
+    def bodies(self, q, qd) -> np.ndarray:
+        """Every body's world pose and velocity, (nbody, 18): row i is body i's R (9, row-major, body to world),
+        p (its frame's origin), w (its angular velocity) and v (its origin's velocity), all in base coordinates
+        (fwd_dyn_bodies; docs/conventions.md). Refused as in observe: wrong shapes, non-real dtypes, a quaternion
+        off unit norm."""
+        qa, pq = self._arr("q", q, (self.nq,))
+        self._check_quaternions("q", qa)
+        _, pqd = self._arr("qd", qd, (self.nv,))
+        out = np.empty((self.nbody, BODY_ROW))
+        self._lib.fwd_dyn_bodies(pq, pqd, self._ffi.from_buffer("double[]", out))
+        return out
+
+    def body_states(self, q, qd) -> BodyStates:
+        """bodies(q, qd) split into R (nbody, 3, 3), p, w and v (nbody, 3 each): views into one array."""
+        out = self.bodies(q, qd)
+        return BodyStates(out[:, :9].reshape(self.nbody, 3, 3), out[:, 9:12], out[:, 12:15], out[:, 15:])
 
     def find(self, kind: str, name: str) -> int:
         """Index of the entry called `name` among the model's `kind` ("poi", "tsda", "rsda" or "act"), or -1 if

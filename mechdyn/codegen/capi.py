@@ -50,6 +50,8 @@ class Constant:
         return f"const {self.type} {self.name};  /* {self.comment} */"
 
 
+BODY_ROW = 18  # doubles per body in fwd_dyn_bodies' out: R (9, row-major, body to world), p, w, v
+
 _STATE = ("const double *q", "const double *qd", "const double *tau", "const double *fext", "const double *act")
 
 CONSTANTS = (
@@ -58,6 +60,7 @@ CONSTANTS = (
     Constant("fwd_dyn_nact", "int", "act slots, the length of act"),
     Constant("fwd_dyn_nbody", "int", "bodies: fext is nbody rows of 6 (moment, then force)"),
     Constant("fwd_dyn_observe_len", "int", "the length of fwd_dyn_observe's obs"),
+    Constant("fwd_dyn_bodies_len", "int", f"the length of fwd_dyn_bodies' out: {BODY_ROW} per body"),
     Constant("fwd_dyn_flops", "long", "arithmetic operations per fwd_dyn call, counted at generation time"),
 )
 
@@ -68,6 +71,9 @@ FUNCTIONS = (
              "qdd at n states, rows after rows, four per SIMD pass; fext and act may be NULL"),
     Function("fwd_dyn_observe", "void", ("const double *q", "const double *qd", "double *obs"),
              "POI positions and velocities, TSDA l and l', RSDA q and q' into obs[observe_len]"),
+    Function("fwd_dyn_bodies", "void", ("const double *q", "const double *qd", "double *out"),
+             f"every body's world pose and velocity: nbody rows of {BODY_ROW}, R (9, row-major, body to world), "
+             "p, w, v"),
     Function("fwd_dyn_find", "int", ("const char *kind", "const char *name"),
              "a name's index among kind \"poi\" \"tsda\" \"rsda\" \"act\"; -1 no such name, -2 no such kind"),
     Function("fwd_dyn_drift", "void", ("double *q", "const double *qd", "double tau"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import Model
 
-from .capi import CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
+from .capi import BODY_ROW, CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
 from .aba import apply_Hinv, articulated_inertias, loop_solve
 from .crba import mass_matrix
 from .elements import element_forces, tsda_state
@@ -24,10 +24,11 @@ from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forwar
 from .rnea import bias_force, body_forces
 from .stepper import damped, drift_function, power_body, sim_function
 from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
+from .sspatial import mtv
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "12"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "13"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,21 @@ def observe_length(model: Model) -> int:
     return 6 * len(model.pois) + 2 * len(model.tsdas) + 2 * len(model.rsdas)
 
 
+def bodies_body(model: Model) -> tuple[list[str], Counter]:
+    """The statements of fwd_dyn_bodies and their operation counts: row i is body i's R (body to world,
+    row-major), p (its origin), w and v (its angular velocity and its origin's velocity), all in base coordinates.
+    Built on the model as written: a slid frame (frames.py) has its origin elsewhere along the joint axis."""
+    b = Builder(path=model.path)
+    kin = TreeKinematics(b, model)
+    for i, bd in enumerate(model.bodies):
+        with b.at(model.path, bd.line, f"body '{bd.name}'"):
+            X, v = kin.X0(i), kin.v[i]  # X0 = plux(E, p) with E = Rᵀ; v = [w; v_O] in body coordinates
+            row = [X.E[c][a] for a in range(3) for c in range(3)] + X.r + mtv(b, X.E, v[:3]) + mtv(b, X.E, v[3:])
+            for k, x in enumerate(row):
+                b.store(f"out[{BODY_ROW * i + k}]", x)
+    return b.finish()
+
+
 def _names_table(kind: str, names: list[str]) -> str:
     """A `kind` lookup branch of fwd_dyn_find (also for a kind with no entries, which is known, not bogus)."""
     table = ", ".join(f'"{n}"' for n in names)
@@ -233,6 +249,8 @@ class Passes:
     angles: list[str]  # fwd_dyn's sincos batch
     observe: list[str]  # fwd_dyn_observe's statements, empty if there is nothing to observe
     observe_ops: Counter
+    bodies: list[str]  # fwd_dyn_bodies' statements, on the model's own frames
+    bodies_ops: Counter
     power: list[str]  # the dampers' power, empty if nothing dissipates (stepper.py)
     power_ops: Counter
     route: Route
@@ -247,12 +265,14 @@ class Passes:
 
 
 def passes(model: Model) -> Passes:
-    """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power."""
+    """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power;
+    and fwd_dyn_bodies on the model as written, whose body frames it reports."""
     shifts, framed = slid(model)
     body, ops, angles, route = dynamics_body(framed)
     obs, obs_ops = observe_body(framed) if observe_length(model) else ([], Counter())
+    bodies, bodies_ops = bodies_body(model)
     power, power_ops = power_body(framed) if damped(model) else ([], Counter())
-    return Passes(model, shifts, body, ops, angles, obs, obs_ops, power, power_ops, route)
+    return Passes(model, shifts, body, ops, angles, obs, obs_ops, bodies, bodies_ops, power, power_ops, route)
 
 
 def _indent(lines: list[str]) -> str:
@@ -280,7 +300,7 @@ def helpers(p: Passes) -> str:
     """Emits the vector types, then the batched sincos if any pass takes a sine (the drift of a floating body does)
     and the lane-wise sqrt if fwd_dyn takes a square root (for its four-lane twin)."""
     floating = any(bd.joint == "floating" for bd in p.model.bodies)  # the drift's quaternion exponential
-    trig = floating or p.angles or p.observe_ops["sincos"] or p.power_ops["sincos"]
+    trig = floating or p.angles or p.observe_ops["sincos"] or p.bodies_ops["sincos"] or p.power_ops["sincos"]
     return VECTOR_TYPES + (SINCOS_C if trig else "") + (SQRT_C if p.ops["sqrt"] else "")
 
 
@@ -288,7 +308,7 @@ def constants(p: Passes) -> str:
     """Emits the model's sizes and operation count as the const ints of the API table."""
     m = p.model
     values = {"fwd_dyn_nq": m.nq, "fwd_dyn_nv": m.nv, "fwd_dyn_nact": m.nact, "fwd_dyn_nbody": m.nbody,
-              "fwd_dyn_observe_len": p.nobs, "fwd_dyn_flops": p.flops}
+              "fwd_dyn_observe_len": p.nobs, "fwd_dyn_bodies_len": BODY_ROW * m.nbody, "fwd_dyn_flops": p.flops}
     return "\n" + "".join(CONSTANT[name].definition(v) + "\n" for name, v in values.items())
 
 
@@ -323,6 +343,11 @@ def observe_function(p: Passes) -> str:
     return "\n" + FUNCTION["fwd_dyn_observe"].header() + "\n{\n" + body + "}\n"
 
 
+def bodies_function(p: Passes) -> str:
+    """Emits fwd_dyn_bodies (every model has a body)."""
+    return "\n" + FUNCTION["fwd_dyn_bodies"].header() + "\n{\n" + _indent(p.bodies) + "}\n"
+
+
 def stepper_functions(p: Passes) -> str:
     """Emits fwd_dyn_drift with its quaternion helpers, and fwd_dyn_sim with the dampers' power (stepper.py)."""
     return drift_function(p.model) + sim_function(p.model, p.power)
@@ -340,7 +365,8 @@ def generate(model: Model) -> Generated:
     fwd_stages, fwd = forward_function(p)
     batch_stages, batch = batch_functions(p)
     head = header_comment(p) + includes() + helpers(p)
-    body = "".join([constants(p), fwd, batch, observe_function(p), find_function(p.model), stepper_functions(p)])
+    body = "".join([constants(p), fwd, batch, observe_function(p), bodies_function(p), find_function(p.model),
+                    stepper_functions(p)])
     if not fwd_stages:
         return Generated(model, head + body, p.ops, p.nobs, p.route)
     source = head + "".join([PARTS_NOTE, part(0, body), part(1, fwd_stages), part(2, batch_stages)])
