@@ -1,0 +1,322 @@
+"""The contact forces' second route (crosscheck/contact.py, NumPy from docs/contact.md) against itself and
+against the product (mechdyn.contact, C): wrenches, axle torques and energies at random states near the
+design pose, the elastic force against finite differences of the route's potentials, and planted bugs."""
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import crosscheck.contact as route
+from mechdyn.core.parse import load_model
+
+CONTACT_MODELS = ("m113", "track_min", "track_demo")
+NO_CONTACT_MODELS = ("elbow", "hmmwv")
+DT = 2e-5  # the stepping dt of issue 21
+ROUND_OFF = 1e-12  # C against NumPy, relative to the largest row of the state
+FD_TOL = {"pin": 1e-6, "face": 1e-6, "ground": 1e-6}  # −∇U by central differences (h = 1e-6), relative
+
+
+def _law():
+    """The product's ContactLaw when it is there; before it lands, the doc's defaults (docs/contact.md)."""
+    try:
+        from mechdyn.contact import ContactLaw
+    except ImportError:
+        return SimpleNamespace(zeta_band=0.2, zeta_ground=0.2, v_eps=0.01, ramp_depth=1e-3, gate_fade=0.03,
+                               f_skip=2e4, face_fade=0.25)
+    return ContactLaw()
+
+
+def _product(model):
+    """The product's Contact for the model, or a skip saying why it cannot be built."""
+    try:
+        from mechdyn.contact import Contact
+    except ImportError as e:
+        pytest.skip(f"mechdyn.contact.Contact is not on this branch yet ({e}); the C comparison needs it")
+    return Contact(model, law=_law())
+
+
+def _contact_model(name: str):
+    model = load_model(name)
+    if any(t.kn is None or t.mu is None for t in model.tracks):
+        pytest.skip(f"{name}: its track blocks have no kn and mu yet, so it has no band law to compare")
+    return model
+
+
+def _rel_rows(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Largest row difference over the largest row (None when both are zero)."""
+    scale = max(np.linalg.norm(a, axis=1).max(), np.linalg.norm(b, axis=1).max())
+    return None if scale == 0.0 else float(np.linalg.norm(a - b, axis=1).max() / scale)
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float | None:
+    scale = max(np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0))
+    return None if scale == 0.0 else float(np.abs(a - b).max() / scale)
+
+
+def compare_routes(model, con, mod: types.ModuleType, nstate: int, seed: int) -> dict[str, tuple[float, int]]:
+    """Worst relative difference between the product `con` and the route module `mod` at `nstate` random
+    states, per quantity, with the number of states where it was loaded."""
+    law = con.law if hasattr(con, "law") else _law()
+    rng = np.random.default_rng(seed)
+    worst: dict[str, list] = {}
+
+    def note(key: str, e: float | None) -> None:
+        w = worst.setdefault(key, [0.0, 0])
+        if e is not None:
+            w[0], w[1] = max(w[0], e), w[1] + 1
+
+    for _ in range(nstate):
+        X = mod.perturbed_rows(model, rng)
+        for dt in (0.0, DT):
+            note(f"band dt={dt:g}", _rel_rows(con.band_fext(X, dt=dt), mod.band_fext(model, X, dt, law)))
+            note(f"ground dt={dt:g}", _rel_rows(con.ground_fext(X, dt=dt), mod.ground_fext(model, X, dt, law)))
+            note(f"axle torque dt={dt:g}", _rel(con.axle_torque(X, dt=dt), mod.axle_torque(model, X, dt, law)))
+        note("band energy", _rel(np.array([con.band_energy(X)]), np.array([mod.band_energy(model, X, law)])))
+        note("ground energy", _rel(np.array([con.ground_energy(X)]), np.array([mod.ground_energy(model, X, law)])))
+    return {k: (v[0], v[1]) for k, v in worst.items()}
+
+
+def gradient_errors(model, fext_of, mod: types.ModuleType, which: str, nstate: int, seed: int) -> tuple[float, int]:
+    """At zero velocities, the worst relative difference between a producer's fext rows (`fext_of(X)`) of the
+    bodies that `which` loads and −∇U of the route's potential by central differences; force and moment
+    (about the world origin) each relative to the largest of the state. Also the number of loaded rows."""
+    P = mod.params(model, _law())
+    bodies = {
+        "pin": [r for b in P.bands for r in b.pins.body],  # the end rollers carry the pin law alone
+        "face": [r for b in P.bands for r in b.faces.body],  # the road wheels the face law alone
+        "ground": [] if P.ground is None else sorted(set(P.ground.shoe)),
+    }[which]
+    rng = np.random.default_rng(seed)
+    worst, nrow = 0.0, 0
+    for _ in range(nstate):
+        X = mod.perturbed_rows(model, rng, moving=False)
+        F = fext_of(X)
+        loaded = [i for i in bodies if np.any(F[i] != 0.0)]
+        if not loaded:
+            continue
+        fd = np.array([mod.fd_wrench(model, X, i, which, _law()) for i in loaded])
+        rows = F[loaded]
+        for part in (slice(0, 3), slice(3, 6)):
+            scale = np.linalg.norm(rows[:, part], axis=1).max()
+            worst = max(worst, float(np.abs(fd[:, part] - rows[:, part]).max() / scale))
+        nrow += len(loaded)
+    return worst, nrow
+
+
+def planted(old: str, new: str) -> types.ModuleType:
+    """A copy of crosscheck/contact.py with one text replaced (it must occur exactly once)."""
+    src = inspect.getsource(route)
+    assert src.count(old) == 1, f"the planted text occurs {src.count(old)} times"
+    mod = types.ModuleType("crosscheck.contact_planted")
+    sys.modules[mod.__name__] = mod  # dataclasses look their module up while the class body runs
+    try:
+        exec(compile(src.replace(old, new), "<planted contact route>", "exec"), mod.__dict__)
+    finally:
+        del sys.modules[mod.__name__]
+    return mod
+
+
+class _RouteAsProduct:
+    """The route behind the product's method names, so the route can stand in for it beside a planted copy."""
+
+    def __init__(self, model, mod: types.ModuleType = route):
+        self.model, self.mod, self.law = model, mod, _law()
+
+    def band_fext(self, X, dt=0.0):
+        return self.mod.band_fext(self.model, X, dt, self.law)
+
+    def ground_fext(self, X, dt=0.0, anchors=None):
+        return self.mod.ground_fext(self.model, X, dt, self.law, anchors)
+
+    def axle_torque(self, X, dt=0.0):
+        return self.mod.axle_torque(self.model, X, dt, self.law)
+
+    def band_energy(self, X):
+        return self.mod.band_energy(self.model, X, self.law)
+
+    def ground_energy(self, X):
+        return self.mod.ground_energy(self.model, X, self.law)
+
+
+# ---------------------------------------------------------------- the terrain
+
+
+def _grid(H: np.ndarray, x0=-1.0, y0=-2.0, dx=0.5, dy=0.25):
+    """A Ground-shaped record with a grid terrain (params x0, y0, dx, dy; heights (ny, nx))."""
+    return SimpleNamespace(terrain="grid", params=np.array([x0, y0, dx, dy]), heights=H)
+
+
+def test_grid_reproduces_a_plane_and_its_nodes():
+    """Catmull–Rom with linearly extrapolated ghosts reproduces a linear field exactly, edge cells included,
+    interpolates the nodes, and outside the rectangle holds the edge value with a zero slope along the
+    clamped axis."""
+    nx, ny = 6, 5
+    X, Y = np.meshgrid(-1.0 + 0.5 * np.arange(nx), -2.0 + 0.25 * np.arange(ny))
+    g = _grid(0.3 + 0.2 * X - 0.7 * Y)
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1.0, 1.5, 500), rng.uniform(-2.0, -1.0, 500)
+    h, hx, hy = route.terrain_height(g, x, y)
+    err = max(np.abs(h - (0.3 + 0.2 * x - 0.7 * y)).max(), np.abs(hx - 0.2).max(), np.abs(hy + 0.7).max())
+    print(f"grid of a plane: worst {err:.1e} over 500 points")
+    assert err < 1e-13
+    H = rng.normal(size=(ny, nx))
+    hn, _, _ = route.terrain_height(_grid(H), X, Y)
+    assert np.abs(hn - H).max() < 1e-13
+    ho, hxo, hyo = route.terrain_height(_grid(H), np.array([-3.0, 0.2]), np.array([-1.3, -5.0]))
+    hc, hxc, hyc = route.terrain_height(_grid(H), np.array([-1.0, 0.2]), np.array([-1.3, -2.0]))
+    assert np.array_equal(ho, hc) and hxo[0] == 0.0 and hyo[1] == 0.0 and hxc[0] != 0.0 and hyc[1] != 0.0
+
+
+def test_grid_slopes_are_the_derivative_and_continuous():
+    """hx, hy match central differences of h, and across every cell edge the slope does not jump."""
+    rng = np.random.default_rng(1)
+    g = _grid(rng.normal(size=(7, 8)))
+    x, y = rng.uniform(-0.9, 2.4, 400), rng.uniform(-1.9, -0.6, 400)
+    h = 1e-6
+    _, hx, hy = route.terrain_height(g, x, y)
+    fx = (route.terrain_height(g, x + h, y)[0] - route.terrain_height(g, x - h, y)[0]) / (2 * h)
+    fy = (route.terrain_height(g, x, y + h)[0] - route.terrain_height(g, x, y - h)[0]) / (2 * h)
+    err = max(np.abs(hx - fx).max(), np.abs(hy - fy).max())
+    edges = -1.0 + 0.5 * np.arange(1, 7)
+    yy = rng.uniform(-1.9, -0.6, edges.size)
+    jump = np.abs(route.terrain_height(g, edges + 1e-12, yy)[1] - route.terrain_height(g, edges - 1e-12, yy)[1]).max()
+    print(f"grid slopes against central differences: worst {err:.1e}; slope jump across cell edges {jump:.1e}")
+    assert err < 1e-7 and jump < 1e-9
+
+
+def test_grid_checks_catch_a_planted_weight():
+    """A wrong Catmull–Rom weight (c2 with the wrong sign of t²) breaks the plane's reproduction."""
+    bad = planted("(t3 - t2) / 2], -1)", "(t3 + t2) / 2], -1)")
+    X, Y = np.meshgrid(-1.0 + 0.5 * np.arange(6), -2.0 + 0.25 * np.arange(5))
+    g = _grid(0.3 + 0.2 * X - 0.7 * Y)
+    h, _, _ = bad.terrain_height(g, np.array([0.1]), np.array([-1.6]))
+    assert abs(h[0] - (0.3 + 0.02 + 1.12)) > 1e-3
+
+
+# ---------------------------------------------------------------- the route alone
+
+
+@pytest.mark.parametrize("which", ["pin", "face", "ground"])
+def test_route_force_is_minus_gradient_of_its_potential(which):
+    """The route's own elastic forces (zero velocities) equal −∇ of its own potentials, law by law."""
+    model = _contact_model("m113")
+    fext = route.ground_fext if which == "ground" else route.band_fext
+    worst, nrow = gradient_errors(model, lambda X: fext(model, X, 0.0, _law()), route, which, 12, seed=3)
+    print(f"route {which}: fext against -grad U worst {worst:.1e} relative over {nrow} loaded rows")
+    assert nrow > 20 and worst < FD_TOL[which]
+
+
+def test_route_gradient_check_catches_a_missing_gate_slope():
+    """Dropping the tooth's radial part γ′·U0 leaves a force that is not −∇(γU0): the check sees it."""
+    model = _contact_model("m113")
+    bad = planted("f_n = f_n + gamma_d * U0\n", "f_n = f_n\n")
+    worst, _ = gradient_errors(model, lambda X: bad.band_fext(model, X, 0.0, _law()), route, "pin", 12, seed=3)
+    print(f"planted missing gamma' U0: worst {worst:.1e}")
+    assert worst > 100 * FD_TOL["pin"]
+
+
+@pytest.mark.parametrize("name", NO_CONTACT_MODELS)
+def test_route_is_zero_without_band_or_ground(name):
+    model = load_model(name)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        X = route.perturbed_rows(model, rng)
+        assert not route.band_fext(model, X, DT, _law()).any() and not route.ground_fext(model, X, DT, _law()).any()
+        assert route.axle_torque(model, X, DT, _law()).size == 0
+        assert route.band_energy(model, X, _law()) == 0.0 and route.ground_energy(model, X, _law()) == 0.0
+
+
+def test_route_ground_lands_on_padded_shoes_only():
+    """Every ground row is a padded shoe's, and each equals the sum of its four corners written out here."""
+    model = _contact_model("m113")
+    law = _law()
+    P = route.params(model, law)
+    shoes = set(P.ground.shoe.tolist())
+    rng = np.random.default_rng(5)
+    loaded = 0
+    for _ in range(10):
+        X = route.perturbed_rows(model, rng)
+        G = route.ground_fext(model, X, DT, law)
+        assert not G[[i for i in range(model.nbody) if i not in shoes]].any()
+        loaded += int(np.count_nonzero(np.any(G != 0.0, axis=1)))
+    assert loaded > 50
+
+
+# ---------------------------------------------------------------- against the product (C)
+
+
+@pytest.mark.parametrize("name", CONTACT_MODELS)
+def test_c_matches_numpy_at_random_states(name):
+    """Every body's band and ground wrench, the axle torques and the energies, C against NumPy at 1000 states,
+    at dt = 0 and at the stepping dt."""
+    model = _contact_model(name)
+    con = _product(model)
+    worst = compare_routes(model, con, route, 1000, seed=20)
+    for key, (e, n) in worst.items():
+        print(f"{name} {key} C vs NumPy: worst {e:.1e} relative over {n} loaded states")
+    for key, (e, n) in worst.items():
+        assert (n == 0) if ("ground" in key and model.ground is None) else (n > 100), (key, n)
+        assert e < ROUND_OFF, (key, e)
+
+
+@pytest.mark.parametrize("which", ["pin", "face", "ground"])
+@pytest.mark.parametrize("name", CONTACT_MODELS)
+def test_c_force_is_minus_gradient_of_numpy_potential(name, which):
+    model = _contact_model(name)
+    con = _product(model)
+    fext = con.ground_fext if which == "ground" else con.band_fext
+    worst, nrow = gradient_errors(model, lambda X: fext(X, dt=0.0), route, which, 40, seed=0)
+    print(f"{name} {which}: C fext against -grad U (NumPy potential) worst {worst:.1e} relative over {nrow} loaded rows")
+    assert nrow > 20 and worst < FD_TOL[which]
+
+
+@pytest.mark.parametrize("name", NO_CONTACT_MODELS)
+def test_c_is_zero_without_band_or_ground(name):
+    model = load_model(name)
+    con = _product(model)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        X = route.perturbed_rows(model, rng)
+        assert not con.fext(X, dt=DT).any() and not con.band_fext(X).any() and not con.ground_fext(X).any()
+        assert con.band_energy(X) == 0.0 and con.ground_energy(X) == 0.0
+
+
+def test_c_ground_lands_on_padded_shoes_only():
+    model = _contact_model("m113")
+    con = _product(model)
+    shoes = set(route.params(model, _law()).ground.shoe.tolist())
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        G = con.ground_fext(route.perturbed_rows(model, rng), dt=DT)
+        assert not G[[i for i in range(model.nbody) if i not in shoes]].any()
+
+
+# Each planted bug is put in a copy of the route; the comparison of that copy with the product (or, where
+# the product is not yet on the branch, with the clean route standing in for it) must fail.
+PLANTED = {
+    "flipped sign (guide)": ("f_y = -gamma * (b.kg * y + b.cn * uy)", "f_y = gamma * (b.kg * y + b.cn * uy)", "band dt=0"),
+    "dropped reaction (roller)": ('_add(out, b.pins.body[:, None], pin["x"], pin["F"], -1.0)\n', "\n", "band dt=0"),
+    "missing gamma' U0": ("f_n = f_n + gamma_d * U0\n", "f_n = f_n\n", "band dt=0"),
+    "face friction sign": ("-k * us[..., 0], -k * us[..., 1]", "k * us[..., 0], k * us[..., 1]", "band dt=0"),
+    "wrong moment reference (axle torque)": ('arm = pin["x"] - p[r.body][:, None]', 'arm = pin["x"]', "axle torque dt=0"),
+}
+
+
+@pytest.mark.parametrize("bug", list(PLANTED))
+def test_comparison_catches_a_planted_bug(bug):
+    old, new, key = PLANTED[bug]
+    model = _contact_model("m113")
+    try:
+        con = _product(model)
+        against = "C"
+    except pytest.skip.Exception as why:
+        print(f"({why}) the clean route stands in for the product")
+        con, against = _RouteAsProduct(model), "clean route"
+    worst = compare_routes(model, con, planted(old, new), 10, seed=20)
+    print(f"planted {bug}: {key} against the {against} worst {worst[key][0]:.1e}")
+    assert worst[key][0] > 1e3 * ROUND_OFF
