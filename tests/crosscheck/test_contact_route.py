@@ -3,6 +3,7 @@ against the product (mechdyn.contact, C): wrenches, axle torques and energies at
 design pose, the elastic force against finite differences of the route's potentials, and planted bugs."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 import types
@@ -79,6 +80,26 @@ def compare_routes(model, con, mod: types.ModuleType, nstate: int, seed: int) ->
         note("band energy", _rel(np.array([con.band_energy(X)]), np.array([mod.band_energy(model, X, law)])))
         note("ground energy", _rel(np.array([con.ground_energy(X)]), np.array([mod.ground_energy(model, X, law)])))
     return {k: (v[0], v[1]) for k, v in worst.items()}
+
+
+def compare_anchored(model, con, mod: types.ModuleType, nstep: int, seed: int) -> tuple[float, float, int]:
+    """Anchored friction along a walk of states (each a millimetre-scale step from the last, so corners come
+    into contact, stick, slide and leave), each route keeping its own anchors: the worst relative ground-row
+    difference, the worst anchor difference (m) and the number of loaded steps."""
+    law = con.law if hasattr(con, "law") else _law()
+    rng = np.random.default_rng(seed)
+    n = mod.ncorner(model, law)
+    A_con, A_mod = np.zeros((n, 4)), np.zeros((n, 4))
+    X = mod.perturbed_rows(model, rng)
+    worst, worst_a, loaded = 0.0, 0.0, 0
+    for _ in range(nstep):
+        X[:, 9:12] += rng.normal(0.0, 1e-3, (model.nbody, 3))
+        e = _rel_rows(con.ground_fext(X, dt=DT, anchors=A_con), mod.ground_fext(model, X, DT, law, A_mod))
+        if e is not None:
+            worst, loaded = max(worst, e), loaded + 1
+        assert np.array_equal(A_con[:, 3], A_mod[:, 3]), "the two routes disagree on which corners are in contact"
+        worst_a = max(worst_a, float(np.abs(A_con[:, :3] - A_mod[:, :3]).max(initial=0.0)))
+    return worst, worst_a, loaded
 
 
 def gradient_errors(model, fext_of, mod: types.ModuleType, which: str, nstate: int, seed: int) -> tuple[float, int]:
@@ -264,6 +285,41 @@ def test_c_matches_numpy_at_random_states(name):
         assert e < ROUND_OFF, (key, e)
 
 
+def _terrain_variant(model, terrain: str):
+    """The model with its ground replaced by a sine or a grid of the same law constants, near its plane."""
+    g = model.ground
+    if terrain == "sine":
+        return dataclasses.replace(model, ground=dataclasses.replace(g, terrain="sine",
+                                                                      params=np.array([-0.58, 0.02, 1.3, 0.9])))
+    if "heights" not in {f.name for f in dataclasses.fields(g)}:
+        pytest.skip("mechdyn.core.model.Ground has no heights field yet (the grid terrain is not on this branch)")
+    H = -0.58 + 0.02 * np.random.default_rng(7).normal(size=(14, 20))
+    H.flags.writeable = False
+    # x from -4 to 0.75: the rear pads (x < -4) and the front ones (x > 0.75) are on the clamped extension
+    return dataclasses.replace(model, ground=dataclasses.replace(g, terrain="grid", params=np.array([-4.0, -1.6, 0.25, 0.25]),
+                                                                  heights=H))
+
+
+@pytest.mark.parametrize("terrain", ["sine", "grid"])
+def test_c_matches_numpy_on_sine_and_grid_terrain(terrain):
+    model = _terrain_variant(_contact_model("m113"), terrain)
+    con = _product(model)
+    worst = compare_routes(model, con, route, 200, seed=21)
+    for key in ("ground dt=0", f"ground dt={DT:g}", "ground energy"):
+        e, n = worst[key]
+        print(f"m113 on {terrain}: {key} C vs NumPy: worst {e:.1e} relative over {n} loaded states")
+        assert n > 20 and e < ROUND_OFF
+
+
+def test_c_matches_numpy_anchored_friction():
+    model = _contact_model("m113")
+    con = _product(model)
+    worst, worst_a, loaded = compare_anchored(model, con, route, 200, seed=22)
+    print(f"m113 anchored ground C vs NumPy: worst {worst:.1e} relative, anchors within {worst_a:.1e} m, "
+          f"over {loaded} loaded steps")
+    assert loaded > 100 and worst < ROUND_OFF and worst_a < 1e-14
+
+
 @pytest.mark.parametrize("which", ["pin", "face", "ground"])
 @pytest.mark.parametrize("name", CONTACT_MODELS)
 def test_c_force_is_minus_gradient_of_numpy_potential(name, which):
@@ -304,6 +360,7 @@ PLANTED = {
     "missing gamma' U0": ("f_n = f_n + gamma_d * U0\n", "f_n = f_n\n", "band dt=0"),
     "face friction sign": ("-k * us[..., 0], -k * us[..., 1]", "k * us[..., 0], k * us[..., 1]", "band dt=0"),
     "wrong moment reference (axle torque)": ('arm = pin["x"] - p[r.body][:, None]', 'arm = pin["x"]', "axle torque dt=0"),
+    "anchor slides the wrong way": ("(s - 1.0)[:, None] * f", "(1.0 - s)[:, None] * f", "anchored"),
 }
 
 
@@ -317,6 +374,10 @@ def test_comparison_catches_a_planted_bug(bug):
     except pytest.skip.Exception as why:
         print(f"({why}) the clean route stands in for the product")
         con, against = _RouteAsProduct(model), "clean route"
-    worst = compare_routes(model, con, planted(old, new), 10, seed=20)
-    print(f"planted {bug}: {key} against the {against} worst {worst[key][0]:.1e}")
-    assert worst[key][0] > 1e3 * ROUND_OFF
+    bad = planted(old, new)
+    if key == "anchored":
+        e = compare_anchored(model, con, bad, 30, seed=22)[0]
+    else:
+        e = compare_routes(model, con, bad, 10, seed=20)[key][0]
+    print(f"planted {bug}: {key} against the {against} worst {e:.1e}")
+    assert e > 1e3 * ROUND_OFF
