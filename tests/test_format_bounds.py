@@ -73,6 +73,11 @@ def test_top_level_bounds(stmt, kind):
     assert e.value.line == src.count("\n")
 
 
+# a 4 x 4 grid ground: 'terrain grid {g}', its third row 'heights {h}'
+GRID = ("ground\n  terrain grid {g}\n  heights 0 0 0 0\n  heights 0 0 0 0\n  heights {h}\n  heights 0 0 0 0\n"
+        "  kn 1e5\n  mu 0.5\nend")
+
+
 @pytest.mark.parametrize("block,kind", [
     ("tsda s\n  between a b\n  k 1e13\n  l0 0.1\nend", "stiffness"),
     ("tsda s\n  between a b\n  c -1e13\n  l0 0.1\nend", "damping"),
@@ -81,6 +86,10 @@ def test_top_level_bounds(stmt, kind):
     ("ground\n  terrain plane 0 0 1e-20 0\n  kn 1e5\n  mu 0.5\nend", "direction component"),
     ("ground\n  terrain sine 0 0.1 1e5 1\n  kn 1e5\n  mu 0.5\nend", "length"),
     ("ground\n  terrain plane 0 0 1 0\n  kn 1e5\n  mu 1e4\nend", "friction coefficient"),
+    (GRID.format(g="0 0 1 1", h="0 0 2e4 0"), "length"),
+    (GRID.format(g="0 0 1 1", h="0 -1e-10 0 0"), "length"),
+    (GRID.format(g="-2e4 0 1 1", h="0 0 0 0"), "length"),
+    (GRID.format(g="0 0 1e-12 1", h="0 0 0 0"), "length"),
 ])
 def test_block_bounds(block, kind):
     src = text(THREELINK) + "\npoi a base 0 0 0\npoi b link3 0 0 0\n" + block + "\n"
@@ -96,6 +105,12 @@ def test_block_bounds(block, kind):
 ])
 def test_values_at_the_bounds_are_accepted(old, new):
     parse_edit(THREELINK, old, new)
+
+
+def test_grid_heights_at_the_bounds_are_accepted():
+    src = text(THREELINK) + "\n" + GRID.format(g="-1e4 1e-9 1e-9 1e4", h="1e4 -1e4 1e-9 -0") + "\n"
+    g = parse(src, THREELINK).ground
+    assert g.params.tolist() == [-1e4, 1e-9, 1e-9, 1e4] and g.heights[2].tolist() == [1e4, -1e4, 1e-9, 0]
 
 
 def test_every_shipped_model_is_within_the_bounds():

@@ -163,12 +163,14 @@ class Track:
 
 @dataclass(frozen=True)
 class Ground:
-    terrain: str  # "plane" or "sine"
-    params: np.ndarray  # plane: nx ny nz d; sine: z0 amp wx wy
+    terrain: str  # "plane", "sine" or "grid"
+    params: np.ndarray  # plane: nx ny nz d (unit normal); sine: z0 amp wx wy; grid: x0 y0 dx dy
     kn: float
     kt: float | None
     mu: float
     line: int
+    # grid only, (ny, nx): heights[j, i] is h(x0 + i·dx, y0 + j·dy); None for the other terrains
+    heights: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -251,24 +251,40 @@ def _roller(f: list[str], w: _Where) -> tuple[str, float, bool, bool, int]:
     return body, radius, "end" in seen, "drive" in seen, teeth
 
 
+_TERRAINS = {"plane": "plane nx ny nz d", "sine": "sine z0 amp wx wy", "grid": "grid x0 y0 dx dy"}
+_MIN_NZ = 1e-6  # of the unit normal: below it a plane is too steep to be a height field z = h(x, y)
+_STENCIL = 4  # bicubic interpolation reads a 4 x 4 block of samples
+
+
 def _terrain(f: list[str], w: _Where) -> tuple[str, np.ndarray]:
-    usage = {"plane": "plane nx ny nz d", "sine": "sine z0 amp wx wy"}
     kind = f[0] if f else ""
-    if kind not in usage:
-        raise _Invalid(f"unknown terrain '{kind}' in {w.block}; expected 'terrain plane nx ny nz d' or "
-                       f"'terrain sine z0 amp wx wy'{_hint(kind, usage)}")
+    if kind not in _TERRAINS:
+        choices = " or ".join(f"'terrain {u}'" for u in _TERRAINS.values())
+        raise _Invalid(f"unknown terrain '{kind}' in {w.block}; expected {choices}{_hint(kind, _TERRAINS)}")
     if len(f) != 5:
-        raise _Invalid(f"'terrain {kind}' takes 4 numbers, got {len(f) - 1}; expected 'terrain {usage[kind]}'")
-    # plane: a direction and an offset; sine: lengths throughout
+        raise _Invalid(f"'terrain {kind}' takes 4 numbers, got {len(f) - 1}; expected 'terrain {_TERRAINS[kind]}'")
+    # plane: a direction and an offset; sine and grid: lengths throughout
     p = np.array([_number(t, w, DIRECTION if kind == "plane" and k < 3 else LENGTH) for k, t in enumerate(f[1:])])
     if kind == "plane":
         n = float(np.linalg.norm(p[:3]))
         if not n > 0:
             raise _Invalid("'terrain plane' normal is the zero vector; expected a nonzero nx ny nz")
         p = p / n  # unit normal (d scaled with it), so n·p - d is a signed distance
-    elif not (p[2] > 0 and p[3] > 0):
+        if abs(p[2]) < _MIN_NZ:
+            raise _Invalid(f"'terrain plane' normal {f[1]} {f[2]} {f[3]} has unit nz {p[2]:.3g}: the plane is "
+                           f"vertical, not a height field z = h(x, y); expected |nz| >= {_MIN_NZ:g} of the unit normal")
+    elif kind == "sine" and not (p[2] > 0 and p[3] > 0):
         raise _Invalid(f"'terrain sine' wavelengths are {f[3]} {f[4]}; expected wx > 0 and wy > 0")
+    elif kind == "grid" and not (p[2] > 0 and p[3] > 0):
+        raise _Invalid(f"'terrain grid' spacings are {f[3]} {f[4]}; expected dx > 0 and dy > 0")
     return kind, _frozen(p)
+
+
+def _heights(f: list[str], w: _Where) -> np.ndarray:
+    if len(f) < _STENCIL:
+        raise _Invalid(f"{w} has {len(f)} values; expected at least {_STENCIL} per row "
+                       f"(bicubic interpolation needs a {_STENCIL}x{_STENCIL} stencil)")
+    return _vec(LENGTH)(f, w)
 
 
 def _poi(f: list[str], w: _Where) -> tuple[str, str, np.ndarray]:
@@ -350,7 +366,8 @@ _TRACK = {
     "mu": _Key("mu", (1,), _nonneg(FRICTION)),
 }
 _GROUND = {
-    "terrain": _Key("plane nx ny nz d | sine z0 amp wx wy", None, _terrain, required=True),
+    "terrain": _Key(" | ".join(_TERRAINS.values()), None, _terrain, required=True),
+    "heights": _Key("h0 h1 h2 h3 ...", None, _heights, repeat=True),  # one grid row each; see _Builder.add_ground
     "kn": _Key("kn", (1,), _positive(STIFFNESS), required=True),
     "kt": _Key("kt", (1,), _nonneg(STIFFNESS)),
     "mu": _Key("mu", (1,), _nonneg(FRICTION), required=True),
@@ -659,8 +676,27 @@ class _Builder:
         if self.ground is not None:
             self.fail(s.line, f"second ground block (first at line {self.ground.line}); expected a single ground")
         kind, params = s.vals["terrain"]
+        rows = s.vals["heights"]  # [(row, line), ...] in file order
+        heights = None
+        if kind != "grid" and rows:
+            self.fail(rows[0][1], f"'heights' given for 'terrain {kind}' in ground; "
+                                  "expected heights only with 'terrain grid x0 y0 dx dy'")
+        if kind == "grid":
+            if len(rows) < _STENCIL:
+                lines = [ln for _, ln in rows]
+                where = f" (line {lines[0]})" if len(rows) == 1 else f" (lines {lines[0]}-{lines[-1]})" if rows else ""
+                self.fail(s.at("terrain"), f"'terrain grid' in ground has {len(rows)} 'heights' row(s){where}; "
+                                           f"expected at least {_STENCIL} 'heights h0 h1 ...' lines of at least "
+                                           f"{_STENCIL} values each (bicubic interpolation needs a "
+                                           f"{_STENCIL}x{_STENCIL} stencil)")
+            nx, first_line = len(rows[0][0]), rows[0][1]
+            for row, ln in rows[1:]:
+                if len(row) != nx:
+                    self.fail(ln, f"'heights' row in ground has {len(row)} values, the first row (line {first_line}) "
+                                  f"has {nx}; expected every row the same length")
+            heights = _frozen([row for row, _ in rows])  # (ny, nx): row j is y = y0 + j·dy
         self.ground = Ground(terrain=kind, params=params, kn=s.vals["kn"], kt=s.vals["kt"], mu=s.vals["mu"],
-                             line=s.line)
+                             line=s.line, heights=heights)
 
 
 # ---------------------------------------------------------------- public API

@@ -24,6 +24,7 @@ from .spatial import R_to_quat, roty
 _TIE = 1e-9  # rad: candidates turning this close to the least turn are collinear with it (equal road wheels)
 END_PITCH_RATIO = 1.0  # warn when an end roller's radius is under this many link lengths (diameter < 2 pitch)
 PITCH_TOLERANCE = 0.05  # relative: the sprocket's tooth pitch and the declared pitch against linkLen
+FLIP = np.diag([1.0, -1.0, -1.0])  # a half turn about x
 
 
 def _cw(h: np.ndarray, t: np.ndarray) -> float:
@@ -292,14 +293,16 @@ def _expand(model: Model, kin: Kinematics, t: Track, first: int,
     if f"{t.name}.closure" in loop_lines:
         fail(t.line, f"track '{t.name}' expands into a loop named '{t.name}.closure', but a loop of that name is "
                      f"declared at line {loop_lines[t.name + '.closure']}; expected the name to be free")
-    anchor_R = Rr @ roty(theta[0])
+    # a shoe's z points into the band, toward the rollers (its pad is at −z, its running face at +z): the chord
+    # frame turned half round its x, so its y is the root's −y and each pin's turn is −Δθ
+    anchor_R = Rr @ roty(theta[0]) @ FLIP
     anchor_p = pr + Rr @ np.array([pins[0][0], y, pins[0][1]])
     shoe = dict(mass=t.mass, cg=t.cg, inertia=t.inertia, fext=t.fext, line=t.line)
     link = _frozen([ds, 0.0, 0.0])
     bodies = [Body(name=names[0], parent=BASE, joint="floating", axis=-1, xtree=_frozen(anchor_p), **shoe)]
     bodies += [Body(name=names[k], parent=first + k - 1, joint="revolute", axis=1, xtree=link, **shoe)
                for k in range(1, n)]
-    turns = (np.diff(theta) + math.pi) % (2 * math.pi) - math.pi  # each pin's turn, in [−π, π)
+    turns = -((np.diff(theta) + math.pi) % (2 * math.pi) - math.pi)  # each pin's turn, in (−π, π]
     qband = np.concatenate([R_to_quat(anchor_R), anchor_p, turns])
     closure = Loop(name=f"{t.name}.closure", joint="point-on-line", pred=first, succ=first + n - 1,
                    anchor_pred=_frozen(np.zeros(3)), anchor_succ=link, axis=_frozen([0.0, 1.0, 0.0]), length=None,

@@ -1,6 +1,7 @@
 """The `.mech` parser: a file using every construct, one case per error class, and fuzzing."""
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import pickle
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from mechdyn.core import BASE, MechError, ModelNotFound, load_model
 from mechdyn.core import parse as parse_and_assemble
+from mechdyn.core.model import _frozen
 
 
 def parse(text: str, *args, **kwargs):
@@ -270,6 +272,87 @@ def test_full_model_track_and_ground():
     assert g.params.tolist() == [0, 0, 1, 0.25]  # unit normal, d scaled with it
 
 
+def grid_ground(rows: list[str], terrain: str = "grid -1 -2 0.5 0.25") -> str:
+    """A ground block with the given 'heights' rows (field text) under 'terrain TERRAIN'."""
+    return (f"ground\n  terrain {terrain}\n" + "".join(f"  heights {r}\n" for r in rows)
+            + "  kn 2e5\n  mu 0.8\nend\n")
+
+
+GRID_ROWS = ["0 0.1 0.2 0.3 0.4", "0 0 0 0 0", "1 1 1 1 -1", "-1e-3 2 3 4 5"]  # 4 rows (y) of 5 columns (x)
+_PLANE = "ground\n  terrain plane 0 0 2 0.5\n  kn 1e5\n  mu 0.7\nend\n"
+FULL_GRID = FULL.replace(_PLANE, grid_ground(GRID_ROWS))  # every construct, the ground a grid
+
+
+def test_grid_terrain():
+    text = BODY_A + grid_ground(GRID_ROWS)
+    g = parse(text).ground
+    assert (g.terrain, g.kn, g.kt, g.mu) == ("grid", 2e5, None, 0.8)
+    assert g.params.tolist() == [-1, -2, 0.5, 0.25]  # x0 y0 dx dy
+    assert g.heights.shape == (4, 5)  # (ny, nx): row j is y0 + j·dy, column i is x0 + i·dx
+    assert g.heights.tolist() == [[float(x) for x in r.split()] for r in GRID_ROWS]
+    assert g.heights[3, 0] == -1e-3 and g.heights[2, 4] == -1
+    with pytest.raises(ValueError):  # read-only like the Model's other arrays
+        g.heights[0, 0] = 1.0
+    with pytest.raises(ValueError):
+        g.params[0] = 1.0
+    # comments and blank lines between rows, and the minimal 4 x 4 grid
+    rows = "  heights 1 2 3 4  # row 0\n\n  heights 5 6 7 8\n  heights 9 10 11 12\n  heights 13 14 15 16\n"
+    g = parse(BODY_A + "ground\n  terrain grid 0 0 1 1\n" + rows + "  kn 1\n  mu 0\nend\n").ground
+    assert g.heights.tolist() == np.arange(1.0, 17.0).reshape(4, 4).tolist()
+    # the other terrains carry no heights
+    assert parse(BODY_A + _GROUND.format(terrain="sine 0 0.1 2 2")).ground.heights is None
+    assert parse(FULL).ground.heights is None
+    assert FULL_GRID != FULL and parse(FULL_GRID).ground.heights.tolist() == parse(text).ground.heights.tolist()
+
+
+def test_grid_heights_round_trip_exactly():
+    """Heights written with repr come back bit for bit, at every magnitude the length bounds allow."""
+    rng = np.random.default_rng(20)
+    h = rng.choice([-1.0, 1.0], (6, 9)) * rng.uniform(1, 9.999, (6, 9)) * 10.0 ** rng.integers(-9, 4, (6, 9))
+    h[0, 0], h[1, 1], h[2, 2], h[3, 3] = 0.0, 1e4, -1e-9, -0.0
+    g = parse(BODY_A + grid_ground([" ".join(repr(float(x)) for x in row) for row in h])).ground
+    assert g.heights.shape == h.shape and g.heights.tobytes() == h.tobytes()
+
+
+def ground_fingerprint_collisions(model) -> list[str]:
+    """The one-leaf changes of the model's ground (each height and parameter by one ulp, each other field) that
+    leave the model's fingerprint unchanged: the compile cache would take the changed model for the old one."""
+    from mechdyn.core.fingerprint import fingerprint
+
+    g = model.ground
+    variants = [("terrain", dataclasses.replace(g, terrain=g.terrain + "_")),
+                ("kn", dataclasses.replace(g, kn=float(np.nextafter(g.kn, np.inf)))),
+                ("kt", dataclasses.replace(g, kt=1.0)),
+                ("mu", dataclasses.replace(g, mu=float(np.nextafter(g.mu, np.inf)))),
+                ("heights shape", dataclasses.replace(g, heights=_frozen(g.heights[:, :-1])))]
+    for name in ("params", "heights"):
+        a = getattr(g, name)
+        for k in np.ndindex(a.shape):
+            v = a.copy()
+            v[k] = np.nextafter(v[k], np.inf)
+            variants.append((f"{name}{list(k)}", dataclasses.replace(g, **{name: v})))
+    base = fingerprint(model)
+    return [w for w, v in variants if fingerprint(dataclasses.replace(model, ground=v)) == base]
+
+
+def test_the_fingerprint_sees_every_grid_value(monkeypatch):
+    """Ground never reaches the generated C, but the fingerprint keys the compile cache and the harness's drawn
+    states, so it must see every field; shown to catch heights left out of it."""
+    model = parse(BODY_A + grid_ground(GRID_ROWS))
+    assert ground_fingerprint_collisions(model) == []
+    fp = importlib.import_module("mechdyn.core.fingerprint")
+    monkeypatch.setattr(fp, "PROVENANCE_FIELDS", fp.PROVENANCE_FIELDS | {"heights"})  # the planted bug
+    assert ground_fingerprint_collisions(model) == ["heights shape"] + [f"heights{[j, i]}"
+                                                                        for j in range(4) for i in range(5)]
+
+
+def test_docs_grid_example_parses():
+    section = DOCS.read_text().split("## `ground`", 1)[1].split("\n## ", 1)[0]
+    example = section.split("```")[1]
+    g = parse(BODY_A + example).ground
+    assert g.terrain == "grid" and g.heights.shape[0] >= 4 and g.heights.shape[1] >= 4
+
+
 @pytest.mark.parametrize("angle", [0.0, 0.3, 1.0, 2.5])
 def test_thin_plate_inertia_passes(angle):
     """A plate's Izz = Ixx + Iyy exactly, so rounding must not push it over the triangle inequality."""
@@ -343,7 +426,8 @@ ERRORS = {
                     "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, mass, cg, inertia, fext "
                     "(did you mean 'mass'?)"),
     "unknown key ground": ("ground\n  terrain plane 0 0 1 0\n  kn 1\n  muu 1  # <-\n  mu 1\nend\n" + BODY_A,
-                           "unknown key 'muu' in ground; expected one of terrain, kn, kt, mu (did you mean 'mu'?)"),
+                           "unknown key 'muu' in ground; expected one of terrain, heights, kn, kt, mu "
+                           "(did you mean 'mu'?)"),
     # field counts
     "too few fields": (BODY_WITH.format("  xtree 1 2   # <-\n"),
                        "wrong number of fields for 'xtree' in body 'a': got 2; expected 'xtree x y z'"),
@@ -496,13 +580,52 @@ ERRORS = {
     # ground
     "second ground": (_GROUND.format(terrain="plane 0 0 1 0") + _GROUND.format(terrain="sine 0 1 2 2")
                       .replace("ground", "ground  # <-", 1) + BODY_A, "second ground block (first at line 1)"),
-    "terrain kind": (_GROUND.format(terrain="hill 0 0 1 0  # <-"), "unknown terrain 'hill' in ground"),
+    "terrain kind": (_GROUND.format(terrain="hill 0 0 1 0  # <-"),
+                     "unknown terrain 'hill' in ground; expected 'terrain plane nx ny nz d' or "
+                     "'terrain sine z0 amp wx wy' or 'terrain grid x0 y0 dx dy'"),
+    "terrain kind hint": (_GROUND.format(terrain="gird 0 0 1 1  # <-"), "(did you mean 'grid'?)"),
     "terrain count": (_GROUND.format(terrain="plane 0 0 1  # <-"),
                       "'terrain plane' takes 4 numbers, got 3; expected 'terrain plane nx ny nz d'"),
     "terrain empty": (_GROUND.format(terrain="  # <-"), "unknown terrain ''"),
     "terrain zero normal": (_GROUND.format(terrain="plane 0 0 0 1  # <-"), "normal is the zero vector"),
     "terrain wavelength": (_GROUND.format(terrain="sine 0 0.1 0 2  # <-"), "expected wx > 0 and wy > 0"),
     "ground nan": (_GROUND.format(terrain="sine 0 nan 1 1  # <-"), "bad number 'nan' for 'terrain' in ground"),
+    "terrain vertical plane": (_GROUND.format(terrain="plane 1 0 0 0  # <-"),
+                               "'terrain plane' normal 1 0 0 has unit nz 0: the plane is vertical, not a height "
+                               "field z = h(x, y); expected |nz| >= 1e-06 of the unit normal"),
+    "terrain nearly vertical plane": (_GROUND.format(terrain="plane 0 -3 2e-6 0  # <-"),
+                                      "has unit nz 6.67e-07: the plane is vertical"),
+    "grid count": (_GROUND.format(terrain="grid 0 0 1  # <-"),
+                   "'terrain grid' takes 4 numbers, got 3; expected 'terrain grid x0 y0 dx dy'"),
+    "grid zero spacing": (grid_ground(GRID_ROWS, terrain="grid 0 0 0 1  # <-"),
+                          "'terrain grid' spacings are 0 1; expected dx > 0 and dy > 0"),
+    "grid negative spacing": (grid_ground(GRID_ROWS, terrain="grid 0 0 1 -0.5  # <-"), "expected dx > 0 and dy > 0"),
+    "grid without heights": (BODY_A + _GROUND.format(terrain="grid 0 0 1 1  # <-"),
+                             "'terrain grid' in ground has 0 'heights' row(s); expected at least 4 'heights h0 h1 ...' "
+                             "lines of at least 4 values each (bicubic interpolation needs a 4x4 stencil)"),
+    "grid three rows": (BODY_A + grid_ground(GRID_ROWS[:3], terrain="grid 0 0 1 1  # <-"),
+                        "'terrain grid' in ground has 3 'heights' row(s) (lines 9-11); expected at least 4"),
+    "grid short row": (BODY_A + grid_ground(GRID_ROWS[:2] + ["1 2 3  # <-"] + GRID_ROWS[2:]),
+                       "'heights' in ground has 3 values; expected at least 4 per row "
+                       "(bicubic interpolation needs a 4x4 stencil)"),
+    "grid empty row": (BODY_A + grid_ground(GRID_ROWS[:1] + ["  # <-"] + GRID_ROWS[1:]),
+                       "'heights' in ground has 0 values"),
+    "grid one row": (BODY_A + grid_ground(GRID_ROWS[:1], terrain="grid 0 0 1 1  # <-"),
+                     "'terrain grid' in ground has 1 'heights' row(s) (line 9); expected at least 4"),
+    "grid ragged row": (BODY_A + grid_ground(GRID_ROWS[:3] + ["1 2 3 4 5 6  # <-"]),
+                        "'heights' row in ground has 6 values, the first row (line 9) has 5; "
+                        "expected every row the same length"),
+    "grid ragged second row": (BODY_A + grid_ground(GRID_ROWS[:1] + ["1 2 3 4  # <-"] + GRID_ROWS[1:]),
+                               "has 4 values, the first row (line 9) has 5"),
+    "grid bad height": (BODY_A + grid_ground(["0 0 0 0 0", "0 0 nan 0 0  # <-"] + GRID_ROWS[2:]),
+                        "bad number 'nan' for 'heights' in ground"),
+    "heights with plane": (BODY_A + grid_ground(["1 2 3 4  # <-", "1 2 3 4"], terrain="plane 0 0 1 0"),
+                           "'heights' given for 'terrain plane' in ground; "
+                           "expected heights only with 'terrain grid x0 y0 dx dy'"),
+    "heights with sine": (BODY_A + grid_ground(["1 2 3 4  # <-"], terrain="sine 0 1 2 2"),
+                          "'heights' given for 'terrain sine' in ground"),
+    "heights outside ground": (BODY_A + "heights 1 2 3 4  # <-\n",
+                               "'heights' outside any block; expected it inside a ground block"),
 }
 
 
@@ -582,18 +705,20 @@ def test_parse_is_fast():
 
 # ---------------------------------------------------------------- fuzzing
 
-_LINES = FULL.split("\n")
-_VOCAB = sorted({tok for line in _LINES for tok in line.split()} | {
-    "nan", "inf", "-inf", "-1", "0", "1e999", "base", "end", "body", "loop", "ground", "x", "q", "1_0", "#"})
+_SOURCES = [FULL.split("\n"), FULL_GRID.split("\n")]  # ground on a plane and on a grid
+_GRID_ONLY = [(BODY_A + grid_ground(GRID_ROWS)).split("\n")]  # small, so most mutations land in the grid
+_VOCAB = sorted({tok for lines in _SOURCES for line in lines for tok in line.split()} | {
+    "nan", "inf", "-inf", "-1", "0", "1e999", "base", "end", "body", "loop", "ground", "x", "q", "1_0", "#",
+    "grid", "sine"})
 _INSERTS = ["body", "loop", "tsda", "rsda", "track", "ground", "end", "poi", "gravity", "stab", "mass",
-            "joint", "axis", "roller", "terrain", "input", "length", "between", "parent"]
+            "joint", "axis", "roller", "terrain", "heights", "input", "length", "between", "parent"]
 _token = st.one_of(st.sampled_from(_VOCAB), st.text(max_size=8),
                    st.from_regex(r"[-+.eE0-9]{1,6}", fullmatch=True))
 
 
 @st.composite
-def mutated(draw) -> str:
-    lines = list(_LINES)
+def mutated(draw, sources: list[list[str]] = _SOURCES) -> str:
+    lines = list(draw(st.sampled_from(sources)))
     for _ in range(draw(st.integers(1, 4))):
         i = draw(st.integers(0, len(lines) - 1))
         op = draw(st.sampled_from(["delete", "duplicate", "swap", "token", "insert", "shorten", "truncate"]))
@@ -622,12 +747,22 @@ def mutated(draw) -> str:
     return "\n".join(lines)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated())
-def test_mutations_raise_only_located_mech_errors(text):
+def located_or_parsed(text: str) -> None:
     try:
         parse_and_assemble(text, "fuzz.mech")  # the whole load path, assembly included
     except MechError as e:
         assert 1 <= e.line <= len(text.split("\n")) + 1, str(e)
         assert str(e).startswith(f"fuzz.mech:{e.line}: ") and e.msg
         assert "\n" not in str(e)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_mutations_raise_only_located_mech_errors(text):
+    located_or_parsed(text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(_GRID_ONLY))
+def test_grid_mutations_raise_only_located_mech_errors(text):
+    located_or_parsed(text)

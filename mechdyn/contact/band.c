@@ -1,0 +1,218 @@
+/* The band's contact forces: each track's pins against its end rollers and its shoes' faces under its road
+ * wheels (docs/contact.md, "The band"). Shares no code with ground.c. A body row X is R (9, row-major, body to
+ * world), p (3), w (3), v (3, the origin's velocity), world coordinates; fext rows are [x × F; F]. */
+#include <math.h>
+
+/* API begin */
+enum { MD_PIN_FRICTION = 0, MD_PIN_TOOTH = 1, MD_FACE = 2 };
+
+typedef struct {
+    int body;       /* the roller's body */
+    int kind;       /* MD_PIN_FRICTION, MD_PIN_TOOTH (an end roller) or MD_FACE (a road wheel) */
+    double radius;
+    double teeth;   /* tooth count (MD_PIN_TOOTH) */
+    double theta0;  /* pocket phase (MD_PIN_TOOTH) */
+    double y0;      /* the band plane's offset along the axle (pins) */
+    double m_pair;  /* the pair's reduced mass, for the implicit friction */
+} md_roller;
+
+typedef struct {
+    int first_shoe, nshoe, nroller;
+    const md_roller *rollers;
+    double link_len, face_z, face_fade;     /* face_fade in metres */
+    double kn, cn, kg, mu, v_eps, ramp, gate, f_skip;
+} md_band;
+
+double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                   double *F, double *x);
+double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                    double *F, double *x);
+double md_face_weight(const md_band *band, double x, double *slope);
+double md_band_fext(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque);
+/* API end */
+
+/* the smoothstep S(t) and its slope */
+static double band_smooth(double t, double *slope)
+{
+    if (t <= 0.0 || t >= 1.0) {
+        *slope = 0.0;
+        return t <= 0.0 ? 0.0 : 1.0;
+    }
+    *slope = 6.0 * t * (1.0 - t);
+    return t * t * (3.0 - 2.0 * t);
+}
+
+/* y = Rᵀ x for a row-major R */
+static void band_tmul(const double *R, const double *x, double *y)
+{
+    for (int k = 0; k < 3; ++k) y[k] = R[k] * x[0] + R[3 + k] * x[1] + R[6 + k] * x[2];
+}
+
+/* y = R x */
+static void band_mul(const double *R, const double *x, double *y)
+{
+    for (int k = 0; k < 3; ++k) y[k] = R[3 * k] * x[0] + R[3 * k + 1] * x[1] + R[3 * k + 2] * x[2];
+}
+
+/* the velocity of world point x moving with body row X: v + w × (x − p) */
+static void band_point_velocity(const double *X, const double *x, double *u)
+{
+    const double *p = X + 9, *w = X + 12, *v = X + 15;
+    double e[3] = {x[0] - p[0], x[1] - p[1], x[2] - p[2]};
+    u[0] = v[0] + w[1] * e[2] - w[2] * e[1];
+    u[1] = v[1] + w[2] * e[0] - w[0] * e[2];
+    u[2] = v[2] + w[0] * e[1] - w[1] * e[0];
+}
+
+/* the implicit regularized-Coulomb coefficient k̃: the force is −k̃·u */
+static double band_friction(double mu, double load, double slip2, double v_eps, double dt, double m)
+{
+    double k = mu * load / sqrt(slip2 + v_eps * v_eps);
+    return k / (1.0 + k * dt / m);
+}
+
+/* A pin (shoe Xs's origin) against end roller r (Xr): the force F on the shoe at world point x (the pin); the
+ * pair's potential. */
+double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                   double *F, double *x)
+{
+    const double *ps = Xs + 9, *pr = Xr + 9;
+    double e[3] = {ps[0] - pr[0], ps[1] - pr[1], ps[2] - pr[2]}, d[3];
+    x[0] = ps[0], x[1] = ps[1], x[2] = ps[2];
+    F[0] = F[1] = F[2] = 0.0;
+    band_tmul(Xr, e, d);
+    double rho = sqrt(d[0] * d[0] + d[2] * d[2]);
+    double delta = r->radius - rho;
+    if (!(delta > -band->gate) || rho == 0.0) return 0.0; /* outside the gate: no term is nonzero */
+    double dgamma, gamma = band_smooth((delta + band->gate) / band->gate, &dgamma);
+    dgamma /= band->gate;
+    double n[3] = {d[0] / rho, 0.0, d[2] / rho}, t[3] = {-d[2] / rho, 0.0, d[0] / rho};
+    double us[3], ur[3], uw[3], u[3];
+    band_point_velocity(Xs, ps, us);
+    band_point_velocity(Xr, ps, ur);
+    for (int k = 0; k < 3; ++k) uw[k] = us[k] - ur[k];
+    band_tmul(Xr, uw, u);
+    double un = n[0] * u[0] + n[2] * u[2], ut = t[0] * u[0] + t[2] * u[2];
+    double fn = 0.0, ft = 0.0, fy = 0.0, U = 0.0, radial = 0.0;
+    if (delta > 0.0) { /* one-sided, the damper ramped in and never pulling */
+        double f = band->kn * delta + band->cn * fmin(1.0, delta / band->ramp) * (-un);
+        radial = f > 0.0 ? f : 0.0;
+        fn += radial;
+        U += 0.5 * band->kn * delta * delta;
+    }
+    double y = d[1] - r->y0; /* the guide: ½·γ·kg·y² and its damper */
+    fn += 0.5 * dgamma * band->kg * y * y;
+    fy -= gamma * (band->kg * y + band->cn * u[1]);
+    U += 0.5 * gamma * band->kg * y * y;
+    if (r->kind == MD_PIN_TOOTH) { /* −∇(γ·U0(θ)), the arm ρ */
+        double phase = r->teeth * (atan2(d[2], d[0]) - r->theta0);
+        double U0 = band->f_skip * r->radius / r->teeth * (1.0 - cos(phase));
+        fn += dgamma * U0;
+        ft -= gamma * (band->f_skip * r->radius / rho * sin(phase) + band->cn * ut);
+        U += gamma * U0;
+    } else if (radial > 0.0) {
+        ft -= band_friction(band->mu, radial, ut * ut, band->v_eps, dt, r->m_pair) * ut;
+    }
+    double f[3] = {fn * n[0] + ft * t[0], fy, fn * n[2] + ft * t[2]};
+    band_mul(Xr, f, F);
+    return U;
+}
+
+/* The face weight w(x) of a shoe at x along it, and its slope: complementary smoothsteps reaching face_fade past
+ * both ends, a partition of unity across each pin. */
+double md_face_weight(const md_band *band, double x, double *slope)
+{
+    double phi = band->face_fade, s1, s2;
+    double w = band_smooth((x + phi) / (2.0 * phi), &s1) - band_smooth((x - band->link_len + phi) / (2.0 * phi), &s2);
+    *slope = (s1 - s2) / (2.0 * phi);
+    return w;
+}
+
+/* A road wheel r (Xr) on shoe Xs's face: F[0..2] on the shoe at x[0..2] (the axle: the normal and conservative
+ * part), F[3..5] on the shoe at x[3..5] (the wheel's foot: friction); the pair's potential. */
+double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                    double *F, double *x)
+{
+    const double *ps = Xs + 9, *pr = Xr + 9;
+    double e[3] = {pr[0] - ps[0], pr[1] - ps[1], pr[2] - ps[2]}, a[3];
+    for (int k = 0; k < 6; ++k) F[k] = 0.0;
+    x[0] = x[3] = pr[0], x[1] = x[4] = pr[1], x[2] = x[5] = pr[2];
+    band_tmul(Xs, e, a);
+    double delta = r->radius - (a[2] - band->face_z);
+    if (!(delta > 0.0)) return 0.0;
+    double dw, w = md_face_weight(band, a[0], &dw);
+    if (!(w > 0.0)) return 0.0;
+    double ur[3], us[3], uw[3], adot[3];
+    band_point_velocity(Xr, pr, ur);
+    band_point_velocity(Xs, pr, us);
+    for (int k = 0; k < 3; ++k) uw[k] = ur[k] - us[k];
+    band_tmul(Xs, uw, adot);
+    double f = band->kn * delta + band->cn * fmin(1.0, delta / band->ramp) * (-adot[2]);
+    double fn = w * (f > 0.0 ? f : 0.0);
+    double on_wheel[3] = {-0.5 * band->kn * delta * delta * dw, 0.0, fn}, on_shoe[3];
+    band_mul(Xs, on_wheel, on_shoe);
+    for (int k = 0; k < 3; ++k) F[k] = -on_shoe[k];
+    /* friction at the foot, against the wheel's slip over the shoe there */
+    double b[3] = {a[0], a[1], band->face_z}, xb[3];
+    band_mul(Xs, b, xb);
+    for (int k = 0; k < 3; ++k) xb[k] += ps[k], x[3 + k] = xb[k];
+    band_point_velocity(Xr, xb, ur);
+    band_point_velocity(Xs, xb, us);
+    for (int k = 0; k < 3; ++k) uw[k] = ur[k] - us[k];
+    double slip[3];
+    band_tmul(Xs, uw, slip);
+    if (fn > 0.0) {
+        double k = band_friction(band->mu, fn, slip[0] * slip[0] + slip[1] * slip[1], band->v_eps, dt, r->m_pair);
+        double fric[3] = {k * slip[0], k * slip[1], 0.0}; /* on the shoe: the wheel's −k̃·slip, negated */
+        band_mul(Xs, fric, F + 3);
+    }
+    return 0.5 * w * band->kn * delta * delta;
+}
+
+/* fext rows of shoe s and roller r += [x × F; F] and its exact negation; the roller's axle torque += the moment
+ * of −F about its axle */
+static void band_apply(double *fext, int s, const double *Xr, int r, const double *F, const double *x,
+                       double *torque)
+{
+    double m[3] = {x[1] * F[2] - x[2] * F[1], x[2] * F[0] - x[0] * F[2], x[0] * F[1] - x[1] * F[0]};
+    double *fs = fext + 6 * s, *fr = fext + 6 * r;
+    for (int k = 0; k < 3; ++k) {
+        fs[k] += m[k], fs[3 + k] += F[k];
+        fr[k] -= m[k], fr[3 + k] -= F[k];
+    }
+    const double *pr = Xr + 9;
+    double e[3] = {x[0] - pr[0], x[1] - pr[1], x[2] - pr[2]};
+    double mr[3] = {e[1] * F[2] - e[2] * F[1], e[2] * F[0] - e[0] * F[2], e[0] * F[1] - e[1] * F[0]};
+    *torque -= mr[0] * Xr[1] + mr[1] * Xr[4] + mr[2] * Xr[7]; /* · the axle, the roller's y axis */
+}
+
+/* Every band's pin and face pairs, all pairs: their wrenches added into fext (nbody × 6), each roller's axle
+ * torque written into torque (the rollers of all bands in order); the potential. */
+double md_band_fext(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque)
+{
+    double U = 0.0, F[6], x[6];
+    for (int b = 0; b < nband; ++b) {
+        const md_band *band = bands + b;
+        for (int i = 0; i < band->nroller; ++i, ++torque) {
+            const md_roller *r = band->rollers + i;
+            const double *Xr = X + 18 * r->body;
+            *torque = 0.0;
+            for (int s = band->first_shoe; s < band->first_shoe + band->nshoe; ++s) {
+                const double *Xs = X + 18 * s;
+                /* a pair out of contact returns zeros, and adding zeros changes no sum: skip them */
+                if (r->kind == MD_FACE) {
+                    U += md_face_pair(band, r, Xs, Xr, dt, F, x);
+                    if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0)
+                        band_apply(fext, s, Xr, r->body, F, x, torque);
+                    if (F[3] != 0.0 || F[4] != 0.0 || F[5] != 0.0)
+                        band_apply(fext, s, Xr, r->body, F + 3, x + 3, torque);
+                } else {
+                    U += md_pin_pair(band, r, Xs, Xr, dt, F, x);
+                    if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0)
+                        band_apply(fext, s, Xr, r->body, F, x, torque);
+                }
+            }
+        }
+    }
+    return U;
+}

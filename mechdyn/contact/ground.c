@@ -1,0 +1,173 @@
+/* The ground's contact forces: each padded shoe's four pad corners against a height field h(x, y) (docs/contact.md,
+ * "The ground"). Shares no code with band.c. Body rows X and fext rows as there. */
+#include <math.h>
+
+#define GROUND_TWO_PI 6.283185307179586
+
+/* API begin */
+enum { MD_PLANE = 0, MD_SINE = 1, MD_GRID = 2 };
+
+typedef struct {
+    int kind;               /* MD_PLANE, MD_SINE or MD_GRID */
+    double p[4];            /* plane: nx ny nz d (unit normal); sine: z0 amp wx wy; grid: x0 y0 dx dy */
+    int nx, ny;             /* grid nodes */
+    const double *heights;  /* grid: ny rows of nx */
+    int npad;
+    const int *pad_body;        /* npad: the padded shoes */
+    const double *corner;       /* npad × 4 × 3: the corners in their shoe's frame */
+    const double *corner_mass;  /* npad: the mass per corner, for the implicit friction */
+    double kn, cg, kt, mu, v_eps, ramp;
+} md_ground;
+
+void md_terrain(const md_ground *g, double x, double y, double *h);
+double md_ground_point(const md_ground *g, const double *p, const double *u, double m, double dt, double *anchor,
+                       double *F);
+double md_ground_fext(const md_ground *g, const double *X, double dt, double *anchors, double *fext);
+/* API end */
+
+/* Catmull–Rom weights at t ∈ [0, 1] of nodes −1, 0, 1, 2, and their t-derivatives */
+static void ground_cr(double t, double *c, double *dc)
+{
+    double t2 = t * t, t3 = t2 * t;
+    c[0] = 0.5 * (-t3 + 2.0 * t2 - t), dc[0] = 0.5 * (-3.0 * t2 + 4.0 * t - 1.0);
+    c[1] = 0.5 * (3.0 * t3 - 5.0 * t2 + 2.0), dc[1] = 0.5 * (9.0 * t2 - 10.0 * t);
+    c[2] = 0.5 * (-3.0 * t3 + 4.0 * t2 + t), dc[2] = 0.5 * (-9.0 * t2 + 8.0 * t + 1.0);
+    c[3] = 0.5 * (t3 - t2), dc[3] = 0.5 * (3.0 * t2 - 2.0 * t);
+}
+
+/* the grid's node (i, j), nodes beyond an edge extrapolated linearly from the two inside it */
+static double ground_node(const md_ground *g, int i, int j)
+{
+    if (i < 0) return 2.0 * ground_node(g, 0, j) - ground_node(g, 1, j);
+    if (i >= g->nx) return 2.0 * ground_node(g, g->nx - 1, j) - ground_node(g, g->nx - 2, j);
+    if (j < 0) return 2.0 * ground_node(g, i, 0) - ground_node(g, i, 1);
+    if (j >= g->ny) return 2.0 * ground_node(g, i, g->ny - 1) - ground_node(g, i, g->ny - 2);
+    return g->heights[j * g->nx + i];
+}
+
+/* the cell index and fraction of coordinate s along n nodes from s0 by ds, clamped into the grid; *inside is 0
+ * when clamped (the height is then constant along this axis) */
+static int ground_cell(double s, double s0, double ds, int n, double *t, int *inside)
+{
+    double u = (s - s0) / ds;
+    *inside = u > 0.0 && u < n - 1;
+    u = u < 0.0 ? 0.0 : (u > n - 1 ? n - 1 : u);
+    int i = (int)floor(u);
+    if (i > n - 2) i = n - 2;
+    *t = u - i;
+    return i;
+}
+
+/* h = (h, ∂h/∂x, ∂h/∂y) of the terrain at (x, y) */
+void md_terrain(const md_ground *g, double x, double y, double *h)
+{
+    const double *p = g->p;
+    if (g->kind == MD_PLANE) {
+        h[0] = (p[3] - p[0] * x - p[1] * y) / p[2], h[1] = -p[0] / p[2], h[2] = -p[1] / p[2];
+    } else if (g->kind == MD_SINE) {
+        double kx = GROUND_TWO_PI / p[2], ky = GROUND_TWO_PI / p[3];
+        double sx = sin(kx * x), cx = cos(kx * x), sy = sin(ky * y), cy = cos(ky * y);
+        h[0] = p[0] + p[1] * sx * sy, h[1] = p[1] * kx * cx * sy, h[2] = p[1] * ky * sx * cy;
+    } else {
+        double t, s, cx[4], dcx[4], cy[4], dcy[4];
+        int inx, iny;
+        int i = ground_cell(x, p[0], p[2], g->nx, &t, &inx), j = ground_cell(y, p[1], p[3], g->ny, &s, &iny);
+        ground_cr(t, cx, dcx);
+        ground_cr(s, cy, dcy);
+        h[0] = h[1] = h[2] = 0.0;
+        for (int b = 0; b < 4; ++b)
+            for (int a = 0; a < 4; ++a) {
+                double H = ground_node(g, i + a - 1, j + b - 1);
+                h[0] += cx[a] * cy[b] * H, h[1] += dcx[a] * cy[b] * H, h[2] += cx[a] * dcy[b] * H;
+            }
+        h[1] = inx ? h[1] / p[2] : 0.0;
+        h[2] = iny ? h[2] / p[3] : 0.0;
+    }
+}
+
+/* the implicit regularized-Coulomb coefficient k̃ against mass m over dt: the force is −k̃·u */
+static double ground_friction(double mu, double load, double slip2, double v_eps, double dt, double m)
+{
+    double k = mu * load / sqrt(slip2 + v_eps * v_eps);
+    return k / (1.0 + k * dt / m);
+}
+
+/* The anchored (elastoplastic) tangential force at a corner in contact: f from the anchor a (anchor[0..2]),
+ * a dragged back onto the friction cone by a backward-Euler return when the trial force leaves it. */
+static void ground_anchored(const md_ground *g, const double *p, const double *ut, double load, double m, double dt,
+                            double *anchor, double *f)
+{
+    double ha[3];
+    md_terrain(g, anchor[0], anchor[1], ha);
+    double na = 1.0 / sqrt(ha[1] * ha[1] + ha[2] * ha[2] + 1.0);
+    double n[3] = {-ha[1] * na, -ha[2] * na, na}, dp[3] = {p[0] - anchor[0], p[1] - anchor[1], p[2] - anchor[2]};
+    double dn = dp[0] * n[0] + dp[1] * n[1] + dp[2] * n[2];
+    double ct = g->cg / (1.0 + g->cg * dt / m), f2 = 0.0;
+    for (int k = 0; k < 3; ++k) {
+        f[k] = -g->kt * (dp[k] - dn * n[k]) - ct * ut[k];
+        f2 += f[k] * f[k];
+    }
+    double cone = g->mu * load;
+    if (f2 <= cone * cone) return; /* stick */
+    double s = cone / sqrt(f2), drag = (s - 1.0) / (g->kt + ct / dt);
+    for (int k = 0; k < 3; ++k) {
+        anchor[k] += drag * f[k];
+        f[k] *= s;
+    }
+}
+
+/* One point p moving at u against the terrain, its friction against mass m over dt: the force F on it; its
+ * potential. anchor (4: a, then 1 in contact / 0 not) selects the anchored friction, NULL the regularized. */
+double md_ground_point(const md_ground *g, const double *p, const double *u, double m, double dt, double *anchor,
+                       double *F)
+{
+    double h[3];
+    F[0] = F[1] = F[2] = 0.0;
+    md_terrain(g, p[0], p[1], h);
+    double gap = h[0] - p[2];
+    if (!(gap > 0.0)) {
+        if (anchor) anchor[3] = 0.0;
+        return 0.0;
+    }
+    double gdot = h[1] * u[0] + h[2] * u[1] - u[2];
+    double f = g->kn * gap + g->cg * fmin(1.0, gap / g->ramp) * gdot;
+    f = f > 0.0 ? f : 0.0;
+    double mvec[3] = {-h[1], -h[2], 1.0}, mm = sqrt(h[1] * h[1] + h[2] * h[2] + 1.0);
+    double n[3] = {mvec[0] / mm, mvec[1] / mm, mvec[2] / mm}, un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
+    double ut[3] = {u[0] - un * n[0], u[1] - un * n[1], u[2] - un * n[2]}, ft[3], load = f * mm;
+    if (anchor) {
+        if (anchor[3] == 0.0) anchor[0] = p[0], anchor[1] = p[1], anchor[2] = p[2], anchor[3] = 1.0;
+        ground_anchored(g, p, ut, load, m, dt, anchor, ft);
+    } else {
+        double k = ground_friction(g->mu, load, ut[0] * ut[0] + ut[1] * ut[1] + ut[2] * ut[2], g->v_eps, dt, m);
+        for (int k3 = 0; k3 < 3; ++k3) ft[k3] = -k * ut[k3];
+    }
+    for (int k = 0; k < 3; ++k) F[k] = f * mvec[k] + ft[k];
+    return 0.5 * g->kn * gap * gap;
+}
+
+/* Every pad corner against the terrain: the wrenches on the padded shoes added into fext (nbody × 6); the
+ * potential. anchors (npad × 4 rows of 4) as md_ground_point's, or NULL. */
+double md_ground_fext(const md_ground *g, const double *X, double dt, double *anchors, double *fext)
+{
+    double U = 0.0;
+    for (int i = 0; i < g->npad; ++i) {
+        const double *R = X + 18 * g->pad_body[i], *ps = R + 9, *w = R + 12, *v = R + 15;
+        double *row = fext + 6 * g->pad_body[i];
+        for (int c = 0; c < 4; ++c) {
+            const double *cl = g->corner + 12 * i + 3 * c;
+            double r[3], p[3], u[3], F[3];
+            for (int k = 0; k < 3; ++k) r[k] = R[3 * k] * cl[0] + R[3 * k + 1] * cl[1] + R[3 * k + 2] * cl[2];
+            for (int k = 0; k < 3; ++k) p[k] = ps[k] + r[k];
+            u[0] = v[0] + w[1] * r[2] - w[2] * r[1];
+            u[1] = v[1] + w[2] * r[0] - w[0] * r[2];
+            u[2] = v[2] + w[0] * r[1] - w[1] * r[0];
+            U += md_ground_point(g, p, u, g->corner_mass[i], dt, anchors ? anchors + 16 * i + 4 * c : NULL, F);
+            row[0] += p[1] * F[2] - p[2] * F[1];
+            row[1] += p[2] * F[0] - p[0] * F[2];
+            row[2] += p[0] * F[1] - p[1] * F[0];
+            row[3] += F[0], row[4] += F[1], row[5] += F[2];
+        }
+    }
+    return U;
+}

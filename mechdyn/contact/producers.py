@@ -1,0 +1,199 @@
+"""The two contact force producers of a model, called with numpy arrays (docs/contact.md).
+
+    con = Contact(model)
+    fext = con.fext(dyn.bodies(q, qd), dt)      # (nbody, 6): band + ground
+
+Every entry checks what it hands to C (shapes, dtype, dt), so no input makes the C read or write out of bounds.
+"""
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import numpy as np
+
+from mechdyn.core.model import Model
+
+from . import native
+from .law import ContactLaw
+from .params import BandParams, GroundParams, band_params, ground_params
+
+ROW = 18  # doubles per body row: R (9), p, w, v
+
+
+def _real(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} has dtype {a.dtype}; expected real numbers of shape {shape}")
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if a.shape != shape:
+        raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+    return a
+
+
+def _dt(dt) -> float:
+    v = float(dt)
+    if not (math.isfinite(v) and v >= 0.0):
+        raise ValueError(f"dt is {dt!r}; expected a finite number >= 0 (0: the explicit friction law)")
+    return v
+
+
+class Contact:
+    """The band and ground producers of `model` (its expanded bands, its ground), in C."""
+
+    def __init__(self, model: Model, law: ContactLaw | None = None, module: ModuleType | None = None) -> None:
+        self.model, self.law = model, law or ContactLaw()
+        self.module = module or native.module()
+        self.ffi, self.lib = self.module.ffi, self.module.lib
+        self.bands: tuple[BandParams, ...] = band_params(model, self.law)
+        self.ground: GroundParams | None = ground_params(model, self.law)
+        self.nroller = sum(len(b.rollers) for b in self.bands)
+        self.ncorner = 0 if self.ground is None else 4 * len(self.ground.pad_body)
+        self._keep: list = []  # the C structs' arrays, alive as long as the structs
+        self._bands_c = self._band_structs()
+        self._ground_c = self._ground_struct()
+
+    def _band_structs(self):
+        ffi, law = self.ffi, self.law
+        out = ffi.new("md_band[]", max(1, len(self.bands)))
+        for c, b in zip(out, self.bands):
+            rollers = ffi.new("md_roller[]", len(b.rollers))
+            for rc, r in zip(rollers, b.rollers):
+                rc.body, rc.kind, rc.radius, rc.teeth = r.body, r.kind, r.radius, r.teeth
+                rc.theta0, rc.y0, rc.m_pair = r.theta0, r.y0, r.m_pair
+            self._keep.append(rollers)
+            c.first_shoe, c.nshoe, c.nroller, c.rollers = b.first_shoe, b.nshoe, len(b.rollers), rollers
+            c.link_len, c.face_z, c.face_fade = b.link_len, b.face_z, b.face_fade
+            c.kn, c.cn, c.kg, c.mu = b.kn, b.cn, b.kg, b.mu
+            c.v_eps, c.ramp, c.gate, c.f_skip = law.v_eps, law.ramp_depth, law.gate_fade, law.f_skip
+        return out
+
+    def _ground_struct(self):
+        g, ffi = self.ground, self.ffi
+        out = ffi.new("md_ground *")
+        if g is None:
+            return out
+        out.kind = g.kind
+        for k in range(4):
+            out.p[k] = g.p[k]
+        if g.heights is not None:
+            h = ffi.new("double[]", g.heights.ravel().tolist())
+            self._keep.append(h)
+            out.ny, out.nx = g.heights.shape
+            out.heights = h
+        arrays = (ffi.new("int[]", g.pad_body.tolist()), ffi.new("double[]", g.corner.ravel().tolist()),
+                  ffi.new("double[]", g.corner_mass.tolist()))
+        self._keep.extend(arrays)
+        out.npad = len(g.pad_body)
+        out.pad_body, out.corner, out.corner_mass = arrays
+        out.kn, out.cg, out.kt, out.mu = g.kn, g.cg, g.kt, g.mu
+        out.v_eps, out.ramp = self.law.v_eps, self.law.ramp_depth
+        return out
+
+    # ---- the producers
+
+    def _rows(self, X) -> np.ndarray:
+        return _real("X", X, (self.model.nbody, ROW))
+
+    def _band(self, X, dt) -> tuple[np.ndarray, np.ndarray, float]:
+        X, dt = self._rows(X), _dt(dt)
+        fext, torque = np.zeros((self.model.nbody, 6)), np.zeros(max(1, self.nroller))
+        ffi = self.ffi
+        U = self.lib.md_band_fext(self._bands_c, len(self.bands), ffi.from_buffer("double[]", X), dt,
+                                  ffi.from_buffer("double[]", fext), ffi.from_buffer("double[]", torque))
+        return fext, torque[: self.nroller], U
+
+    def _ground(self, X, dt, anchors) -> tuple[np.ndarray, float]:
+        X, dt = self._rows(X), _dt(dt)
+        fext = np.zeros((self.model.nbody, 6))
+        if self.ground is None:
+            if anchors is not None and np.shape(anchors) != (0, 4):
+                raise ValueError(f"anchors has shape {np.shape(anchors)}, expected (0, 4): the model has no ground")
+            return fext, 0.0
+        ffi = self.ffi
+        if anchors is None:
+            a = ffi.NULL
+        else:
+            if not (isinstance(anchors, np.ndarray) and anchors.dtype == np.float64 and anchors.flags.c_contiguous
+                    and anchors.flags.writeable):
+                raise ValueError("anchors must be a writeable C-contiguous float64 array (updated in place)")
+            if anchors.shape != (self.ncorner, 4):
+                raise ValueError(f"anchors has shape {anchors.shape}, expected ({self.ncorner}, 4)")
+            if not dt > 0:
+                raise ValueError("anchored friction needs dt > 0 (its slide is a return over the step)")
+            a = ffi.from_buffer("double[]", anchors)
+        U = self.lib.md_ground_fext(self._ground_c, ffi.from_buffer("double[]", X), dt, a,
+                                    ffi.from_buffer("double[]", fext))
+        return fext, U
+
+    def band_fext(self, X, dt: float = 0.0) -> np.ndarray:
+        """(nbody, 6) the band's wrenches at body rows X (nbody, 18), friction implicit over dt."""
+        return self._band(X, dt)[0]
+
+    def ground_fext(self, X, dt: float = 0.0, anchors: np.ndarray | None = None) -> np.ndarray:
+        """(nbody, 6) the ground's wrenches; `anchors` (ncorner, 4), kept by the caller, selects anchored friction."""
+        return self._ground(X, dt, anchors)[0]
+
+    def fext(self, X, dt: float = 0.0, anchors: np.ndarray | None = None) -> np.ndarray:
+        """(nbody, 6) band + ground."""
+        return self.band_fext(X, dt) + self.ground_fext(X, dt, anchors)
+
+    def band_energy(self, X) -> float:
+        """The band's contact potential (pins, teeth, guides, faces), J."""
+        return self._band(X, 0.0)[2]
+
+    def ground_energy(self, X) -> float:
+        """The ground's contact potential, J."""
+        return self._ground(X, 0.0, None)[1]
+
+    def axle_torque(self, X, dt: float = 0.0) -> np.ndarray:
+        """(nroller,) each roller's contact torque about its axle, summed pair by pair (rollers of every band in
+        the order of their `roller` lines)."""
+        return self._band(X, dt)[1]
+
+    def terrain(self, x: float, y: float) -> tuple[float, float, float]:
+        """h, ∂h/∂x, ∂h/∂y of the ground at (x, y)."""
+        if self.ground is None:
+            raise ValueError(f"model '{self.model.name}' has no ground block")
+        h = self.ffi.new("double[3]")
+        self.lib.md_terrain(self._ground_c, float(x), float(y), h)
+        return h[0], h[1], h[2]
+
+    def ground_zeta(self, X) -> float:
+        """The ground damper's critical-damping fraction realized at X: against the model's mass shared by the
+        corners loaded there (nan when none is)."""
+        if self.ground is None:
+            return float("nan")
+        X = self._rows(X)
+        g = self.ground
+        R, p = X[g.pad_body, :9].reshape(-1, 3, 3), X[g.pad_body, 9:12]
+        pts = p[:, None, :] + np.einsum("sij,scj->sci", R, g.corner)
+        loaded = sum(self.terrain(x, y)[0] > z for x, y, z in pts.reshape(-1, 3))
+        if not loaded:
+            return float("nan")
+        total = float(sum(b.mass for b in self.model.bodies))
+        return g.cg / (2.0 * math.sqrt(g.kn * total / loaded))
+
+    def describe(self) -> str:
+        """The derived parameters, one line per band roller kind and one for the ground."""
+        lines = []
+        for b in self.bands:
+            kinds = {0: "pin+friction", 1: "pin+tooth", 2: "face"}
+            rs = ", ".join(f"{self.model.bodies[r.body].name} {kinds[r.kind]}"
+                           + (f" ({r.pins} pins)" if r.kind != 2 else "") for r in b.rollers)
+            lines.append(f"band {b.track.name}: kn {b.kn:g} N/m, cn {b.cn:.0f} N·s/m (ζ {self.law.zeta_band:g} "
+                         f"on the {b.track.mass:g} kg shoe), mu {b.mu:g}; {rs}")
+        if self.ground is not None:
+            g = self.ground
+            lines.append(f"ground: kn {g.kn:g} N/m, cg {g.cg:.0f} N·s/m (ζ {self.law.zeta_ground:g} on "
+                         f"{g.supported_mass:.1f} kg per corner, a quarter of {self.ncorner} corners loaded), "
+                         f"kt {g.kt:g}, mu {g.mu:g}")
+        return "\n".join(lines) or "no band and no ground: no contact"
+
+
+def contact_fext(dyn, q, qd, dt: float = 0.0, anchors: np.ndarray | None = None,
+                 contact: Contact | None = None) -> np.ndarray:
+    """(nbody, 6) the contact wrenches at (q, qd) of compiled model `dyn` (mechdyn.load): its generated body
+    kinematics, then both producers. Pass `contact` to reuse one built for the model."""
+    con = contact or Contact(dyn.model)
+    return con.fext(dyn.bodies(q, qd), dt, anchors)
