@@ -68,11 +68,6 @@ def _to_world(R: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.einsum("...ij,...j->...i", R, x)
 
 
-# docs/contact.md's shoe frame has the rollers on its +z side and the pad below (pad z < 0), but the expansion
-# walks the belt clockwise with y the pin axis, so a shoe's model z points out of the band. The doc's frame is
-# taken to be the model's shoe frame turned by π about its x (z inward, y flipped to stay right-handed).
-SHOE_TO_DOC = np.diag([1.0, -1.0, -1.0])
-
 
 # ---------------------------------------------------------------- the design pose and the derived parameters
 
@@ -311,7 +306,7 @@ def _face_pairs(b: _Band, law: Any, R, p, w, v, dt: float) -> dict[str, np.ndarr
     the foot), in world coordinates, and the potential ½·w·kn·δ²."""
     r = b.faces
     pr, wr, vr = p[r.body], w[r.body], v[r.body]
-    Rs, ps, ws, vs = R[b.shoes] @ SHOE_TO_DOC, p[b.shoes], w[b.shoes], v[b.shoes]
+    Rs, ps, ws, vs = R[b.shoes], p[b.shoes], w[b.shoes], v[b.shoes]
     rel = pr[:, None, :] - ps[None, :, :]  # (nf, N, 3)
     a = _to_local(Rs[None], rel)
     adot = _to_local(Rs[None], vr[:, None] - vs[None] - np.cross(ws[None], rel))
@@ -475,7 +470,7 @@ def _ground_pass(model: Model, X: np.ndarray, dt: float, law: Any, anchors: np.n
         return P, None
     law = P.law
     R, p, w, v = _rows(X, model.nbody)
-    x = p[gp.shoe] + _to_world(R[gp.shoe] @ SHOE_TO_DOC, gp.local)
+    x = p[gp.shoe] + _to_world(R[gp.shoe], gp.local)
     u = v[gp.shoe] + np.cross(w[gp.shoe], x - p[gp.shoe])
     h, hx, hy = terrain_height(model.ground, x[:, 0], x[:, 1])
     g = h - x[:, 2]
