@@ -387,3 +387,54 @@ def test_comparison_catches_a_planted_bug(bug):
         e = compare_routes(model, con, bad, 10, seed=20)[key][0]
     print(f"planted {bug}: {key} against the {against} worst {e:.1e}")
     assert e > 1e3 * ROUND_OFF
+
+
+# The same bugs planted in the product's C (mechdyn.contact.native: its source text, compiled by
+# native.compile and handed to Contact(module=...)); the comparison of the clean route with that C must fail.
+C_PLANTED = {
+    "flipped sign (guide)": ("fy -= gamma * (band->kg * y + band->cn * u[1]);",
+                             "fy += gamma * (band->kg * y + band->cn * u[1]);", "band dt=0"),
+    "dropped reaction (roller)": ("fr[k] -= m[k], fr[3 + k] -= F[k];", "(void)fr;", "band dt=0"),
+    "missing gamma' U0": ("fn += dgamma * U0;", ";", "band dt=0"),
+    "face friction sign": ("double fric[3] = {k * slip[0], k * slip[1], 0.0};",
+                           "double fric[3] = {-k * slip[0], -k * slip[1], 0.0};", "band dt=0"),
+    "wrong moment reference (axle torque)": ("double e[3] = {x[0] - pr[0], x[1] - pr[1], x[2] - pr[2]};",
+                                             "double e[3] = {x[0], x[1], x[2]};", "axle torque dt=0"),
+    "wrong moment reference (ground)": ("row[0] += p[1] * F[2] - p[2] * F[1];", "row[0] += r[1] * F[2] - r[2] * F[1];",
+                                        "ground dt=0"),
+    "flipped sign (ground friction)": ("ft[k3] = -k * ut[k3];", "ft[k3] = k * ut[k3];", "ground dt=0"),
+    "anchor slides the wrong way": ("anchor[k] += drag * f[k];", "anchor[k] -= drag * f[k];", "anchored"),
+}
+
+
+def _planted_product(model, old: str, new: str):
+    """The product's Contact on a copy of its C with one text replaced (it must occur exactly once)."""
+    _product(model)  # skips, saying why, when the product is not there
+    from mechdyn.contact import Contact, native
+
+    src = native.source()
+    assert src.count(old) == 1, f"the planted text occurs {src.count(old)} times in the contact C"
+    return Contact(model, law=_law(), module=native.compile(src.replace(old, new)))
+
+
+@pytest.mark.parametrize("bug", list(C_PLANTED))
+def test_comparison_catches_a_bug_planted_in_the_c(bug):
+    old, new, key = C_PLANTED[bug]
+    model = _contact_model("m113")
+    con = _planted_product(model, old, new)
+    if key == "anchored":
+        e = compare_anchored(model, con, route, 30, seed=22)[0]
+    else:
+        e = compare_routes(model, con, route, 10, seed=20)[key][0]
+    print(f"planted in the C, {bug}: {key} C vs NumPy worst {e:.1e}")
+    assert e > 1e3 * ROUND_OFF
+
+
+def test_gradient_check_catches_a_missing_gate_slope_in_the_c():
+    """The C without the tooth's γ′·U0 fails the −∇U check of the pin law."""
+    model = _contact_model("m113")
+    old, new, _ = C_PLANTED["missing gamma' U0"]
+    con = _planted_product(model, old, new)
+    worst, _ = gradient_errors(model, lambda X: con.band_fext(X, dt=0.0), route, "pin", 12, seed=3)
+    print(f"planted in the C, missing gamma' U0: -grad U worst {worst:.1e}")
+    assert worst > 100 * FD_TOL["pin"]
