@@ -13,18 +13,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from crosscheck.dense.common import joint_transforms
+from mechdyn.contact.law import ContactLaw  # the law's constants: data, the one thing taken from the product
 from mechdyn.core.model import Ground, Model
-
-
-def _default_law() -> Any:
-    from mechdyn.contact import ContactLaw  # the constants' dataclass only, imported late: data, not code
-
-    return ContactLaw()
 
 
 # ---------------------------------------------------------------- shared formulas
@@ -130,7 +124,7 @@ class _GroundParams:
 class Params:
     """Everything docs/contact.md derives from the model, once per (model, law)."""
 
-    law: Any
+    law: ContactLaw
     bands: tuple[_Band, ...]
     nroller: int
     ground: _GroundParams | None
@@ -142,7 +136,7 @@ def _i_axle(model: Model, body: int) -> float:
     return float(b.inertia[1, 1] + b.mass * (b.cg[0] ** 2 + b.cg[2] ** 2))
 
 
-def _band_params(model: Model, law: Any, X0: np.ndarray) -> list[_Band]:
+def _band_params(model: Model, law: ContactLaw, X0: np.ndarray) -> list[_Band]:
     R, p, _, _ = _rows(X0, model.nbody)
     bands, slot = [], 0
     for t in model.tracks:
@@ -163,7 +157,7 @@ def _band_params(model: Model, law: Any, X0: np.ndarray) -> list[_Band]:
             rho = np.hypot(d[:, 0], d[:, 2])
             if r.end:
                 nr = max(1, int(np.count_nonzero(r.radius - rho > -law.gate_fade)))
-                mass = 1.0 / (1.0 / ms + nr / (1.0 / rim_inv))
+                mass = 1.0 / (1.0 / ms + nr * rim_inv)
                 near = int(np.argmin(rho))  # argmin takes the lowest shoe index on ties
                 theta0 = float(np.arctan2(d[near, 2], d[near, 0])) if r.teeth > 0 else 0.0
             else:
@@ -186,7 +180,7 @@ def _band_params(model: Model, law: Any, X0: np.ndarray) -> list[_Band]:
     return bands
 
 
-def _ground_params(model: Model, law: Any) -> _GroundParams | None:
+def _ground_params(model: Model, law: ContactLaw) -> _GroundParams | None:
     g = model.ground
     if g is None:
         return None
@@ -211,12 +205,12 @@ def _ground_params(model: Model, law: Any) -> _GroundParams | None:
                          cg=2.0 * law.zeta_ground * np.sqrt(kn * M / n))
 
 
-_CACHE: dict[int, tuple[weakref.ref, Any, Params]] = {}
+_CACHE: dict[int, tuple[weakref.ref, ContactLaw, Params]] = {}
 
 
-def params(model: Model, law: Any = None) -> Params:
+def params(model: Model, law: ContactLaw | None = None) -> Params:
     """The derived parameters of docs/contact.md's tables, cached per model and law."""
-    law = _default_law() if law is None else law
+    law = ContactLaw() if law is None else law
     hit = _CACHE.get(id(model))
     if hit is not None and hit[0]() is model and hit[1] == law:
         return hit[2]
@@ -228,7 +222,7 @@ def params(model: Model, law: Any = None) -> Params:
     return out
 
 
-def ncorner(model: Model, law: Any = None) -> int:
+def ncorner(model: Model, law: ContactLaw | None = None) -> int:
     """The model's pad corners (four per padded shoe; none without a ground)."""
     gp = params(model, law).ground
     return 0 if gp is None else len(gp.shoe)
@@ -237,7 +231,7 @@ def ncorner(model: Model, law: Any = None) -> int:
 # ---------------------------------------------------------------- the band: pins on the end rollers
 
 
-def _pin_pairs(b: _Band, law: Any, R, p, w, v, dt: float) -> dict[str, np.ndarray]:
+def _pin_pairs(b: _Band, law: ContactLaw, R, p, w, v, dt: float) -> dict[str, np.ndarray]:
     """Per (end roller, shoe) pair: the force on the shoe in world coordinates, the pin centre, and the
     potentials (radial, tooth, guide)."""
     r = b.pins
@@ -301,7 +295,7 @@ def face_weight(ax: np.ndarray, L: float, phi: float) -> tuple[np.ndarray, np.nd
     return smooth(t1) - smooth(t2), (smooth_d(t1) - smooth_d(t2)) / (2.0 * phi)
 
 
-def _face_pairs(b: _Band, law: Any, R, p, w, v, dt: float) -> dict[str, np.ndarray]:
+def _face_pairs(b: _Band, law: ContactLaw, R, p, w, v, dt: float) -> dict[str, np.ndarray]:
     """Per (road wheel, shoe) pair: the forces on the wheel (conservative + normal at the axle, friction at
     the foot), in world coordinates, and the potential ½·w·kn·δ²."""
     r = b.faces
@@ -339,7 +333,7 @@ def _add(out: np.ndarray, idx: np.ndarray, x: np.ndarray, F: np.ndarray, sign: f
     np.add.at(out, np.broadcast_to(idx, W.shape[:-1]), W)
 
 
-def band_fext(model: Model, X: np.ndarray, dt: float = 0.0, law: Any = None) -> np.ndarray:
+def band_fext(model: Model, X: np.ndarray, dt: float = 0.0, law: ContactLaw | None = None) -> np.ndarray:
     """(nbody, 6) band wrenches: every pin–end-roller pair and every shoe face–road-wheel pair."""
     P = params(model, law)
     R, p, w, v = _rows(X, model.nbody)
@@ -357,7 +351,7 @@ def band_fext(model: Model, X: np.ndarray, dt: float = 0.0, law: Any = None) -> 
     return out
 
 
-def energy_terms(model: Model, X: np.ndarray, which: str, law: Any = None) -> np.ndarray:
+def energy_terms(model: Model, X: np.ndarray, which: str, law: ContactLaw | None = None) -> np.ndarray:
     """One law's potential pair by pair (or corner by corner), flattened: "pin" (radial ½kn δ² + tooth γU0 +
     guide ½γ kg y², end rollers × shoes), "face" (½ w kn δ², road wheels × shoes) or "ground" (½ kn g²)."""
     if which not in ("pin", "face", "ground"):
@@ -377,12 +371,12 @@ def energy_terms(model: Model, X: np.ndarray, which: str, law: Any = None) -> np
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def band_energy(model: Model, X: np.ndarray, law: Any = None) -> float:
+def band_energy(model: Model, X: np.ndarray, law: ContactLaw | None = None) -> float:
     """The band's potential: pins ½kn δ², tooth γU0, guide ½γ kg y², faces ½ w kn δ²."""
     return float(energy_terms(model, X, "pin", law).sum() + energy_terms(model, X, "face", law).sum())
 
 
-def axle_torque(model: Model, X: np.ndarray, dt: float = 0.0, law: Any = None) -> np.ndarray:
+def axle_torque(model: Model, X: np.ndarray, dt: float = 0.0, law: ContactLaw | None = None) -> np.ndarray:
     """Each roller's torque about its axle from its contact forces, ((x − p_r) × F_roller)·(R_r e_y) pair by pair;
     rollers in the order of the track blocks' `roller` lines."""
     P = params(model, law)
@@ -463,7 +457,7 @@ def _grid_height(q: np.ndarray, H: np.ndarray, x: np.ndarray, y: np.ndarray):
     return h, hx, hy
 
 
-def _ground_pass(model: Model, X: np.ndarray, dt: float, law: Any, anchors: np.ndarray | None):
+def _ground_pass(model: Model, X: np.ndarray, dt: float, law: ContactLaw | None, anchors: np.ndarray | None):
     P = params(model, law)
     gp = P.ground
     if gp is None:
@@ -517,7 +511,7 @@ def _anchored(gp: _GroundParams, ground: Ground, anchors: np.ndarray, on: np.nda
     return np.where(on[:, None], s[:, None] * f, 0.0)
 
 
-def ground_fext(model: Model, X: np.ndarray, dt: float = 0.0, law: Any = None,
+def ground_fext(model: Model, X: np.ndarray, dt: float = 0.0, law: ContactLaw | None = None,
                 anchors: np.ndarray | None = None) -> np.ndarray:
     """(nbody, 6) ground wrenches, every pad corner's force at the corner on its shoe alone; `anchors`
     (ncorner, 4) selects anchored friction and is updated in place."""
@@ -528,7 +522,7 @@ def ground_fext(model: Model, X: np.ndarray, dt: float = 0.0, law: Any = None,
     return out
 
 
-def ground_energy(model: Model, X: np.ndarray, law: Any = None) -> float:
+def ground_energy(model: Model, X: np.ndarray, law: ContactLaw | None = None) -> float:
     """The ground's potential, Σ ½·kn·g² over the penetrating corners."""
     return float(energy_terms(model, X, "ground", law).sum())
 
@@ -568,7 +562,7 @@ def perturbed_rows(model: Model, rng: np.random.Generator, X0: np.ndarray | None
     return X
 
 
-def fd_wrench(model: Model, X: np.ndarray, body: int, which: str, law: Any = None, h: float = 1e-6) -> np.ndarray:
+def fd_wrench(model: Model, X: np.ndarray, body: int, which: str, law: ContactLaw | None = None, h: float = 1e-6) -> np.ndarray:
     """−∇U of one law with respect to one body's pose, by central differences: [moment about the world origin;
     force], from rotating the body's R and p about the world axes and translating it. The potential is
     differenced pair by pair, so the pairs the body does not touch cancel exactly."""
