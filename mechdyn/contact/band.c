@@ -24,9 +24,9 @@ typedef struct {
 } md_band;
 
 double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
-                   double *F, double *x);
+                   double *F, double *x, double *torque);
 double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
-                    double *F, double *x);
+                    double *F, double *x, double *torque);
 double md_face_weight(const md_band *band, double x, double *slope);
 double md_band_fext(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque);
 /* API end */
@@ -71,15 +71,15 @@ static double band_friction(double mu, double load, double slip2, double v_eps, 
     return k / (1.0 + k * dt / m);
 }
 
-/* A pin (shoe Xs's origin) against end roller r (Xr): the force F on the shoe at world point x (the pin); the
- * pair's potential. */
+/* A pin (shoe Xs's origin) against end roller r (Xr): the force F on the shoe at world point x (the pin), and
+ * the roller's torque about its axle, from the roller-frame arm d; the pair's potential. */
 double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
-                   double *F, double *x)
+                   double *F, double *x, double *torque)
 {
     const double *ps = Xs + 9, *pr = Xr + 9;
     double e[3] = {ps[0] - pr[0], ps[1] - pr[1], ps[2] - pr[2]}, d[3];
     x[0] = ps[0], x[1] = ps[1], x[2] = ps[2];
-    F[0] = F[1] = F[2] = 0.0;
+    F[0] = F[1] = F[2] = *torque = 0.0;
     band_tmul(Xr, e, d);
     double rho = sqrt(d[0] * d[0] + d[2] * d[2]);
     double delta = r->radius - rho;
@@ -115,6 +115,7 @@ double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, co
     }
     double f[3] = {fn * n[0] + ft * t[0], fy, fn * n[2] + ft * t[2]};
     band_mul(Xr, f, F);
+    *torque = -(d[2] * f[0] - d[0] * f[2]); /* y of d × (−f): the reaction −f at d */
     return U;
 }
 
@@ -129,13 +130,15 @@ double md_face_weight(const md_band *band, double x, double *slope)
 }
 
 /* A road wheel r (Xr) on shoe Xs's face: F[0..2] on the shoe at x[0..2] (the axle: the normal and conservative
- * part), F[3..5] on the shoe at x[3..5] (the wheel's foot: friction); the pair's potential. */
+ * part), F[3..5] on the shoe at x[3..5] (the wheel's foot: friction), and the wheel's torque about its axle, from
+ * the shoe-frame arm to the foot; the pair's potential. */
 double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
-                    double *F, double *x)
+                    double *F, double *x, double *torque)
 {
     const double *ps = Xs + 9, *pr = Xr + 9;
     double e[3] = {pr[0] - ps[0], pr[1] - ps[1], pr[2] - ps[2]}, a[3];
     for (int k = 0; k < 6; ++k) F[k] = 0.0;
+    *torque = 0.0;
     x[0] = x[3] = pr[0], x[1] = x[4] = pr[1], x[2] = x[5] = pr[2];
     band_tmul(Xs, e, a);
     double delta = r->radius - (a[2] - band->face_z);
@@ -165,14 +168,17 @@ double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, c
         double k = band_friction(band->mu, fn, slip[0] * slip[0] + slip[1] * slip[1], band->v_eps, dt, r->m_pair);
         double fric[3] = {k * slip[0], k * slip[1], 0.0}; /* on the shoe: the wheel's −k̃·slip, negated */
         band_mul(Xs, fric, F + 3);
+        /* the wheel's −fric at the arm (0, 0, zf − az) from its axle, about the axle's direction in the shoe frame */
+        double axis_w[3] = {Xr[1], Xr[4], Xr[7]}, axis[3], arm = band->face_z - a[2];
+        band_tmul(Xs, axis_w, axis);
+        double wheel[3] = {-fric[0], -fric[1], 0.0};
+        *torque = -arm * wheel[1] * axis[0] + arm * wheel[0] * axis[1]; /* ((0, 0, arm) × wheel) · axis */
     }
     return 0.5 * w * band->kn * delta * delta;
 }
 
-/* fext rows of shoe s and roller r += [x × F; F] and its exact negation; the roller's axle torque += the moment
- * of −F about its axle */
-static void band_apply(double *fext, int s, const double *Xr, int r, const double *F, const double *x,
-                       double *torque)
+/* fext rows of shoe s and roller r += [x × F; F] and its exact negation, the moment computed once */
+static void band_apply(double *fext, int s, int r, const double *F, const double *x)
 {
     double m[3] = {x[1] * F[2] - x[2] * F[1], x[2] * F[0] - x[0] * F[2], x[0] * F[1] - x[1] * F[0]};
     double *fs = fext + 6 * s, *fr = fext + 6 * r;
@@ -180,17 +186,14 @@ static void band_apply(double *fext, int s, const double *Xr, int r, const doubl
         fs[k] += m[k], fs[3 + k] += F[k];
         fr[k] -= m[k], fr[3 + k] -= F[k];
     }
-    const double *pr = Xr + 9;
-    double e[3] = {x[0] - pr[0], x[1] - pr[1], x[2] - pr[2]};
-    double mr[3] = {e[1] * F[2] - e[2] * F[1], e[2] * F[0] - e[0] * F[2], e[0] * F[1] - e[1] * F[0]};
-    *torque -= mr[0] * Xr[1] + mr[1] * Xr[4] + mr[2] * Xr[7]; /* · the axle, the roller's y axis */
 }
 
 /* Every band's pin and face pairs, all pairs: their wrenches added into fext (nbody × 6), each roller's axle
- * torque written into torque (the rollers of all bands in order); the potential. */
+ * torque, summed pair by pair from the pairs' own arms, written into torque (the rollers of all bands in order);
+ * the potential. */
 double md_band_fext(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque)
 {
-    double U = 0.0, F[6], x[6];
+    double U = 0.0, F[6], x[6], tau;
     for (int b = 0; b < nband; ++b) {
         const md_band *band = bands + b;
         for (int i = 0; i < band->nroller; ++i, ++torque) {
@@ -201,16 +204,14 @@ double md_band_fext(const md_band *bands, int nband, const double *X, double dt,
                 const double *Xs = X + 18 * s;
                 /* a pair out of contact returns zeros, and adding zeros changes no sum: skip them */
                 if (r->kind == MD_FACE) {
-                    U += md_face_pair(band, r, Xs, Xr, dt, F, x);
-                    if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0)
-                        band_apply(fext, s, Xr, r->body, F, x, torque);
-                    if (F[3] != 0.0 || F[4] != 0.0 || F[5] != 0.0)
-                        band_apply(fext, s, Xr, r->body, F + 3, x + 3, torque);
+                    U += md_face_pair(band, r, Xs, Xr, dt, F, x, &tau);
+                    if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0) band_apply(fext, s, r->body, F, x);
+                    if (F[3] != 0.0 || F[4] != 0.0 || F[5] != 0.0) band_apply(fext, s, r->body, F + 3, x + 3);
                 } else {
-                    U += md_pin_pair(band, r, Xs, Xr, dt, F, x);
-                    if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0)
-                        band_apply(fext, s, Xr, r->body, F, x, torque);
+                    U += md_pin_pair(band, r, Xs, Xr, dt, F, x, &tau);
+                    if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0) band_apply(fext, s, r->body, F, x);
                 }
+                *torque += tau;
             }
         }
     }

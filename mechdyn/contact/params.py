@@ -141,10 +141,9 @@ def ground_params(model: Model, law: ContactLaw) -> GroundParams | None:
     total = float(sum(b.mass for b in model.bodies))
     n = len(bodies)  # a quarter of the 4·npad corners
     supported = total / n if n else total
-    heights = getattr(g, "heights", None)
     return GroundParams(
         kind=TERRAIN_KIND[g.terrain], p=np.array(g.params, dtype=float),
-        heights=None if heights is None else np.ascontiguousarray(heights, dtype=float),
+        heights=None if g.heights is None else np.ascontiguousarray(g.heights, dtype=float),
         pad_body=np.array(bodies, dtype=np.intc), corner=np.array(corners, dtype=float).reshape(-1, 4, 3),
         corner_mass=np.array(masses, dtype=float), kn=float(g.kn),
         cg=2.0 * law.zeta_ground * math.sqrt(g.kn * supported), kt=float(g.kt if g.kt is not None else g.kn),
