@@ -73,6 +73,8 @@ def compare_routes(model, con, mod: types.ModuleType, nstate: int, seed: int) ->
             t_con, t_mod = con.axle_torque(X, dt=dt), mod.axle_torque(model, X, dt, law)
             scale = max(np.abs(t_con).max(initial=0.0), rim * np.linalg.norm(Fb[:, 3:], axis=1).max())
             note(f"axle torque dt={dt:g}", None if scale == 0.0 else float(np.abs(t_con - t_mod).max(initial=0.0) / scale))
+        total = mod.band_fext(model, X, DT, law) + mod.ground_fext(model, X, DT, law)
+        note(f"fext (band + ground) dt={DT:g}", _rel_rows(con.fext(X, dt=DT), total))
         note("band energy", _rel(np.array([con.band_energy(X)]), np.array([mod.band_energy(model, X, law)])))
         note("ground energy", _rel(np.array([con.ground_energy(X)]), np.array([mod.ground_energy(model, X, law)])))
     return {k: (v[0], v[1]) for k, v in worst.items()}
@@ -318,6 +320,7 @@ def test_c_ground_lands_on_padded_shoes_only():
     model = _contact_model("m113")
     con = _product(model)
     shoes = set(route.params(model, _law()).ground.shoe.tolist())
+    assert con.ncorner == route.ncorner(model) == 4 * len(shoes)
     rng = np.random.default_rng(5)
     for _ in range(20):
         G = con.ground_fext(route.perturbed_rows(model, rng), dt=DT)
@@ -358,8 +361,8 @@ C_PLANTED = {
     "missing gamma' U0": ("fn += dgamma * U0;", ";", "band dt=0"),
     "face friction sign": ("double fric[3] = {k * slip[0], k * slip[1], 0.0};",
                            "double fric[3] = {-k * slip[0], -k * slip[1], 0.0};", "band dt=0"),
-    "wrong moment reference (axle torque)": ("double e[3] = {x[0] - pr[0], x[1] - pr[1], x[2] - pr[2]};",
-                                             "double e[3] = {x[0], x[1], x[2]};", "axle torque dt=0"),
+    "wrong moment reference (axle torque)": ("*torque = -(d[2] * f[0] - d[0] * f[2]);",
+                                             "*torque = -(ps[2] * f[0] - ps[0] * f[2]);", "axle torque dt=0"),
     "wrong moment reference (ground)": ("row[0] += p[1] * F[2] - p[2] * F[1];", "row[0] += r[1] * F[2] - r[2] * F[1];",
                                         "ground dt=0"),
     "flipped sign (ground friction)": ("ft[k3] = -k * ut[k3];", "ft[k3] = k * ut[k3];", "ground dt=0"),
