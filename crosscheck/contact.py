@@ -47,6 +47,7 @@ def implicit_gain(mu: float, N: np.ndarray, slip2: np.ndarray, v_eps: float, dt:
 
 
 def _rows(X: np.ndarray, nbody: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """R (nbody, 3, 3), p, ω, v of the body rows, after checking their shape."""
     X = np.asarray(X, dtype=float)
     if X.shape != (nbody, 18):
         raise ValueError(f"X has shape {X.shape}, expected ({nbody}, 18)")
@@ -59,8 +60,8 @@ def _to_local(R: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _to_world(R: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Rx, broadcast as _to_local."""
     return np.einsum("...ij,...j->...i", R, x)
-
 
 
 # ---------------------------------------------------------------- the design pose and the derived parameters
@@ -276,8 +277,8 @@ def _pin_pairs(b: _Band, law: ContactLaw, R, p, w, v, dt: float) -> dict[str, np
     U_guide = 0.5 * gamma * b.kg * y * y
 
     # friction along t̂ on an untoothed roller, pair mass mr
-    kt = implicit_gain(b.mu, fr, ut * ut, law.v_eps, dt, r.mass[:, None])
-    f_t = f_t - np.where(toothed, 0.0, kt * ut)
+    kf = implicit_gain(b.mu, fr, ut * ut, law.v_eps, dt, r.mass[:, None])
+    f_t = f_t - np.where(toothed, 0.0, kf * ut)
 
     f_local = np.stack([f_n * nx - f_t * nz, f_y, f_n * nz + f_t * nx], axis=-1)
     F = np.where(live[..., None], _to_world(Rr[:, None], f_local), 0.0)

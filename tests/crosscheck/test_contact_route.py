@@ -367,6 +367,7 @@ C_PLANTED = {
                                         "ground dt=0"),
     "flipped sign (ground friction)": ("ft[k3] = -k * ut[k3];", "ft[k3] = k * ut[k3];", "ground dt=0"),
     "anchor slides the wrong way": ("anchor[k] += drag * f[k];", "anchor[k] -= drag * f[k];", "anchored"),
+    "guide potential dropped": ("U += 0.5 * gamma * band->kg * y * y;", ";", "band energy"),
 }
 
 
@@ -398,3 +399,36 @@ def test_gradient_check_catches_a_missing_gate_slope_in_the_c():
     worst, _ = gradient_errors(model, lambda X: con.band_fext(X, dt=0.0), route, "pin", 12, seed=3)
     print(f"planted in the C, missing gamma' U0: -grad U worst {worst:.1e}")
     assert worst > 100 * FD_TOL["pin"]
+
+
+def test_gradient_check_catches_a_missing_weight_slope_in_the_c():
+    """The face law without its weight's gradient −½·kn·δ²·w′ is not conservative: the face check sees it."""
+    model = _contact_model("m113")
+    con = _planted_product(model, "{-0.5 * band->kn * delta * delta * dw, 0.0, fn}", "{0.0, 0.0, fn}")
+    worst, _ = gradient_errors(model, lambda X: con.band_fext(X, dt=0.0), route, "face", 12, seed=3)
+    print(f"planted in the C, face weight slope missing: -grad U worst {worst:.1e}")
+    assert worst > 100 * FD_TOL["face"]
+
+
+def test_c_ground_force_is_minus_gradient_on_a_sine():
+    """On sloped terrain the unnormalized m = (−hx, −hy, 1) is what makes the ground force −∇U; a normalized
+    normal (planted) is not."""
+    model = _terrain_variant(_contact_model("m113"), "sine")
+    worst, nrow = gradient_errors(model, lambda X: _product(model).ground_fext(X, dt=0.0), route, "ground", 20, seed=4)
+    print(f"m113 on sine ground: C fext against -grad U worst {worst:.1e} relative over {nrow} loaded rows")
+    assert nrow > 100 and worst < FD_TOL["ground"]
+    bad = _planted_product(model, "F[k] = f * mvec[k] + ft[k];", "F[k] = f * n[k] + ft[k];")
+    worst_bad, _ = gradient_errors(model, lambda X: bad.ground_fext(X, dt=0.0), route, "ground", 20, seed=4)
+    print(f"planted in the C, normalized ground normal: -grad U worst {worst_bad:.1e}")
+    assert worst_bad > 100 * FD_TOL["ground"]
+
+
+def test_padded_check_catches_a_wrench_on_the_wrong_body():
+    """Ground wrenches written to the row of the pad's count instead of its body (planted in the C) land on
+    bodies without a pad."""
+    model = _contact_model("m113")
+    con = _planted_product(model, "double *row = fext + 6 * g->pad_body[i];", "double *row = fext + 6 * i;")
+    shoes = set(route.params(model, _law()).ground.shoe.tolist())
+    others = [i for i in range(model.nbody) if i not in shoes]
+    rng = np.random.default_rng(5)
+    assert any(con.ground_fext(route.perturbed_rows(model, rng), dt=DT)[others].any() for _ in range(20))
