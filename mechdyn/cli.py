@@ -103,6 +103,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     """Print what the model declares, then (unless --no-route) the solve the generator takes for it."""
     model = load_model(args.model)
     print(describe(model), flush=True)
+    if model.tracks or model.ground is not None:
+        from mechdyn.contact import Contact
+        from mechdyn.core.errors import MechError
+
+        try:
+            lines = Contact(model).describe().splitlines()
+        except MechError as e:
+            lines = [f"not available: {e}"]
+        print("".join(f"contact: {ln}\n" for ln in lines), end="", flush=True)
     if not args.no_route:
         from mechdyn.codegen.generate import route
 
@@ -147,7 +156,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except SimulationDiverged as e:
         print(f"bench: {e}; a smaller --sim DT may keep it finite", file=sys.stderr)
         return EXIT_FAIL
-    print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
+    if not args.contact:
+        print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
+        return EXIT_PASS
+    from mechdyn.contact import Contact
+    from mechdyn.contact.bench import bench_contact
+
+    con = bench_contact(Contact(dyn.model), repeats=args.repeats)
+    if args.json:
+        print(json.dumps(res.as_dict() | {"contact": con.as_dict()}, indent=2))
+    else:
+        print("\n".join([*res.lines(), *con.lines(res.ns_per_call)]))
     return EXIT_PASS
 
 
@@ -317,6 +336,8 @@ def parser() -> argparse.ArgumentParser:
                    "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
     b.add_argument("--peers", action="store_true", help="moved: crosscheck bench --peers MODEL (this says so, "
                    "exit 2)")
+    b.add_argument("--contact", action="store_true", help="also time the band and ground contact producers (a "
+                   "tracked model) in a C loop, per call and per pair or pad corner, beside fwd_dyn")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
     e = sub.add_parser("export", help="write a model as URDF and/or MJCF",

@@ -80,10 +80,13 @@ double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, co
     double e[3] = {ps[0] - pr[0], ps[1] - pr[1], ps[2] - pr[2]}, d[3];
     x[0] = ps[0], x[1] = ps[1], x[2] = ps[2];
     F[0] = F[1] = F[2] = *torque = 0.0;
-    band_tmul(Xr, e, d);
+    /* the in-plane components first: most pins are outside the gate, and need no more */
+    d[0] = Xr[0] * e[0] + Xr[3] * e[1] + Xr[6] * e[2];
+    d[2] = Xr[2] * e[0] + Xr[5] * e[1] + Xr[8] * e[2];
     double rho = sqrt(d[0] * d[0] + d[2] * d[2]);
     double delta = r->radius - rho;
     if (!(delta > -band->gate) || rho == 0.0) return 0.0; /* outside the gate: no term is nonzero */
+    d[1] = Xr[1] * e[0] + Xr[4] * e[1] + Xr[7] * e[2];
     double dgamma, gamma = band_smooth((delta + band->gate) / band->gate, &dgamma);
     dgamma /= band->gate;
     double n[3] = {d[0] / rho, 0.0, d[2] / rho}, t[3] = {-d[2] / rho, 0.0, d[0] / rho};
@@ -140,11 +143,14 @@ double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, c
     for (int k = 0; k < 6; ++k) F[k] = 0.0;
     *torque = 0.0;
     x[0] = x[3] = pr[0], x[1] = x[4] = pr[1], x[2] = x[5] = pr[2];
-    band_tmul(Xs, e, a);
+    /* the normal component first, then along the shoe: most wheels are off most shoes, and need no more */
+    a[2] = Xs[2] * e[0] + Xs[5] * e[1] + Xs[8] * e[2];
     double delta = r->radius - (a[2] - band->face_z);
     if (!(delta > 0.0)) return 0.0;
+    a[0] = Xs[0] * e[0] + Xs[3] * e[1] + Xs[6] * e[2];
     double dw, w = md_face_weight(band, a[0], &dw);
     if (!(w > 0.0)) return 0.0;
+    a[1] = Xs[1] * e[0] + Xs[4] * e[1] + Xs[7] * e[2];
     double ur[3], us[3], uw[3], adot[3];
     band_point_velocity(Xr, pr, ur);
     band_point_velocity(Xs, pr, us);

@@ -17,6 +17,7 @@ typedef struct {
     const double *corner;       /* npad × 4 × 3: the corners in their shoe's frame */
     const double *corner_mass;  /* npad: the mass per corner, for the implicit friction */
     double kn, cg, kt, mu, v_eps, ramp;
+    double reach;  /* > 0: skip a shoe whose origin is more than this above the terrain (0: all corners) */
 } md_ground;
 
 void md_terrain(const md_ground *g, double x, double y, double *h);
@@ -147,13 +148,24 @@ double md_ground_point(const md_ground *g, const double *p, const double *u, dou
 }
 
 /* Every pad corner against the terrain: the wrenches on the padded shoes added into fext (nbody × 6); the
- * potential. anchors (npad × 4 rows of 4) as md_ground_point's, or NULL. */
+ * potential. anchors (npad × 4 rows of 4) as md_ground_point's, or NULL. With reach > 0, a shoe whose origin's
+ * vertical gap is below −reach is skipped: reach bounds how far the gap can rise from the origin to a corner
+ * (the corners' distance times √(1 + L²), L the terrain's steepest slope), so every skipped corner is out of
+ * contact and the result is bitwise that of all corners. */
 double md_ground_fext(const md_ground *g, const double *X, double dt, double *anchors, double *fext)
 {
     double U = 0.0;
     for (int i = 0; i < g->npad; ++i) {
         const double *R = X + 18 * g->pad_body[i], *ps = R + 9, *w = R + 12, *v = R + 15;
-        double *row = fext + 6 * g->pad_body[i];
+        double *row = fext + 6 * g->pad_body[i], *anchor = anchors ? anchors + 16 * i : NULL;
+        if (g->reach > 0.0) {
+            double h[3];
+            md_terrain(g, ps[0], ps[1], h);
+            if (h[0] - ps[2] < -g->reach) {
+                if (anchor) anchor[3] = anchor[7] = anchor[11] = anchor[15] = 0.0;
+                continue;
+            }
+        }
         for (int c = 0; c < 4; ++c) {
             const double *cl = g->corner + 12 * i + 3 * c;
             double r[3], p[3], u[3], F[3];
@@ -162,7 +174,8 @@ double md_ground_fext(const md_ground *g, const double *X, double dt, double *an
             u[0] = v[0] + w[1] * r[2] - w[2] * r[1];
             u[1] = v[1] + w[2] * r[0] - w[0] * r[2];
             u[2] = v[2] + w[0] * r[1] - w[1] * r[0];
-            U += md_ground_point(g, p, u, g->corner_mass[i], dt, anchors ? anchors + 16 * i + 4 * c : NULL, F);
+            U += md_ground_point(g, p, u, g->corner_mass[i], dt, anchor ? anchor + 4 * c : NULL, F);
+            if (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0) continue; /* adding zeros changes no sum */
             row[0] += p[1] * F[2] - p[2] * F[1];
             row[1] += p[2] * F[0] - p[0] * F[2];
             row[2] += p[0] * F[1] - p[1] * F[0];

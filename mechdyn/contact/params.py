@@ -57,6 +57,7 @@ class GroundParams:
     kt: float
     mu: float
     supported_mass: float  # M / n, what cg is sized against
+    reach: float  # m: no corner's gap exceeds its shoe origin's by more (ground.c's broadphase)
 
 
 def _fail(model: Model, line: int, msg: str) -> MechError:
@@ -121,6 +122,27 @@ def band_params(model: Model, law: ContactLaw) -> tuple[BandParams, ...]:
     return tuple(out)
 
 
+def _cr_weight_sums() -> tuple[float, float]:
+    """The largest Σ|c_a(t)| and Σ|c_a'(t)| of the Catmull–Rom weights over t ∈ [0, 1] (ground.c ground_cr)."""
+    t = np.linspace(0.0, 1.0, 10001)
+    c = np.array([(-t**3 + 2 * t**2 - t), (3 * t**3 - 5 * t**2 + 2), (-3 * t**3 + 4 * t**2 + t), (t**3 - t**2)]) / 2
+    dc = np.array([(-3 * t**2 + 4 * t - 1), (9 * t**2 - 10 * t), (-9 * t**2 + 8 * t + 1), (3 * t**2 - 2 * t)]) / 2
+    return float(np.abs(c).sum(axis=0).max()), float(np.abs(dc).sum(axis=0).max())
+
+
+def steepest_slope(g) -> float:
+    """An upper bound of |∇h| over the whole terrain: exact for a plane, the amplitude's for a sine, and for a
+    grid the weights' bound on nodes spread over three times their range (the linear ghosts beyond the edges)."""
+    p = np.asarray(g.params, dtype=float)
+    if g.terrain == "plane":
+        return float(math.hypot(p[0], p[1]) / abs(p[2]))
+    if g.terrain == "sine":
+        return float(abs(p[1]) * 2 * math.pi * math.hypot(1 / p[2], 1 / p[3]))
+    c, dc = _cr_weight_sums()
+    spread = 1.5 * float(np.ptp(g.heights))  # half of three times the nodes' range
+    return math.hypot(dc * c * spread / p[2], dc * c * spread / p[3])
+
+
 def ground_params(model: Model, law: ContactLaw) -> GroundParams | None:
     """The ground law (docs/contact.md, "The ground"), None without a ground block."""
     g = model.ground
@@ -147,4 +169,7 @@ def ground_params(model: Model, law: ContactLaw) -> GroundParams | None:
         pad_body=np.array(bodies, dtype=np.intc), corner=np.array(corners, dtype=float).reshape(-1, 4, 3),
         corner_mass=np.array(masses, dtype=float), kn=float(g.kn),
         cg=2.0 * law.zeta_ground * math.sqrt(g.kn * supported), kt=float(g.kt if g.kt is not None else g.kn),
-        mu=float(g.mu), supported_mass=supported)
+        mu=float(g.mu), supported_mass=supported,
+        # margins for the rounding of the gap at the shoe's origin: the skip must never drop a touching corner
+        reach=(1 + 1e-9) * math.sqrt(1 + steepest_slope(g) ** 2) * float(np.linalg.norm(corners, axis=-1).max()
+                                                                      if corners else 0.0) + 1e-12)

@@ -41,8 +41,9 @@ def _dt(dt) -> float:
 class Contact:
     """The band and ground producers of `model` (its expanded bands, its ground), in C."""
 
-    def __init__(self, model: Model, law: ContactLaw | None = None, module: ModuleType | None = None) -> None:
-        self.model, self.law = model, law or ContactLaw()
+    def __init__(self, model: Model, law: ContactLaw | None = None, module: ModuleType | None = None,
+                 broadphase: bool = True) -> None:
+        self.model, self.law, self.broadphase = model, law or ContactLaw(), broadphase
         self.module = module or native.module()
         self.ffi, self.lib = self.module.ffi, self.module.lib
         self.bands: tuple[BandParams, ...] = band_params(model, self.law)
@@ -88,6 +89,7 @@ class Contact:
         out.pad_body, out.corner, out.corner_mass = arrays
         out.kn, out.cg, out.kt, out.mu = g.kn, g.cg, g.kt, g.mu
         out.v_eps, out.ramp = self.law.v_eps, self.law.ramp_depth
+        out.reach = g.reach if self.broadphase else 0.0
         return out
 
     # ---- the producers

@@ -215,3 +215,39 @@ def test_realized_damping_ratio():
         print(f"{name}: ground ζ {con.law.zeta_ground:g} designed, {zeta:.3f} realized with the vehicle sunk "
               f"{sink * 1e3:.1f} mm (cg {con.ground.cg:.0f} N·s/m)")
         assert 0 < zeta
+
+
+@pytest.mark.parametrize("terrain", ["plane", "sine", "grid"])
+def test_broadphase_is_bitwise_all_corners(terrain):
+    """Skipping the shoes whose origin is out of reach gives the same bits as evaluating every corner, anchors
+    included, at states where many shoes are near the surface."""
+    ground = {"plane": None, "sine": "ground\n  terrain sine -0.56 0.02 0.9 1.7\n  kn 2e5\n  mu 0.8\nend\n",
+              "grid": grid_ground(z0=-0.58)}[terrain]
+    fast = contact("m113") if ground is None else with_ground("m113", ground)
+    slow = Contact(fast.model, broadphase=False)
+    rng = np.random.default_rng(6)
+    X0 = design_rows(fast.model)
+    skipped = 0
+    a_fast, a_slow = np.zeros((fast.ncorner, 4)), np.zeros((fast.ncorner, 4))
+    for _ in range(200):
+        X = perturbed(X0, rng, drop=0.003)
+        assert fast.ground_fext(X, DT).tobytes() == slow.ground_fext(X, DT).tobytes()
+        assert fast.ground_fext(X, DT, a_fast).tobytes() == slow.ground_fext(X, DT, a_slow).tobytes()
+        assert a_fast.tobytes() == a_slow.tobytes() and fast.ground_energy(X) == slow.ground_energy(X)
+        g = fast.ground
+        gap = np.array([fast.terrain(*X[b, 9:11])[0] - X[b, 11] for b in g.pad_body])
+        skipped += int(np.count_nonzero(gap < -g.reach))
+    print(f"m113 on {terrain}: broadphase skips {skipped / 200:.0f} of {len(fast.ground.pad_body)} shoes per state, "
+          f"reach {fast.ground.reach * 1e3:.1f} mm, bitwise equal to all corners")
+    assert skipped > 0
+
+
+def test_a_broadphase_too_short_is_caught():
+    fast = contact("m113")
+    short = Contact(fast.model)
+    short._ground_c.reach = 0.01  # shorter than the pad's reach: touching corners get skipped
+    slow = Contact(fast.model, broadphase=False)
+    rng = np.random.default_rng(6)
+    X0 = design_rows(fast.model)
+    assert any(short.ground_fext(X, DT).tobytes() != slow.ground_fext(X, DT).tobytes()
+               for X in (perturbed(X0, rng, drop=0.003) for _ in range(20)))
