@@ -333,7 +333,16 @@ def test_design_pose_has_no_pin_inside_an_end_roller(name):
             Rr, pr = X[r.body, :9].reshape(3, 3), X[r.body, 9:12]
             d = (X[band.first_shoe:band.first_shoe + band.nshoe, 9:12] - pr) @ Rr
             worst = max(worst, float((r.radius - np.hypot(d[:, 0], d[:, 2])).max()))
-    print(f"{name}: at q0 the pins' worst clearance on the end rollers is {-worst * 1e3:.2f} mm (δ = {worst:.2e})")
+    faces = -math.inf  # the road wheels: a face plane with weight over the axle, cut by the wheel
+    for b in con.bands:
+        S = X[b.first_shoe:b.first_shoe + b.nshoe]
+        for r in b.rollers:
+            if r.kind == 2:
+                a = np.einsum("sji,sj->si", S[:, :9].reshape(-1, 3, 3), X[r.body, 9:12] - S[:, 9:12])
+                weighted = (a[:, 0] > -b.face_fade) & (a[:, 0] < b.link_len + b.face_fade)
+                faces = max(faces, float((r.radius - (a[weighted, 2] - b.face_z)).max()))
+    print(f"{name}: at q0 the pins' worst clearance on the end rollers is {-worst * 1e3:.2f} mm (δ = {worst:.2e}); "
+          f"the deepest face plane under a road wheel (a shoe turning onto a wrap) cuts {faces * 1e3:.2f} mm")
     assert worst <= 0
 
 
