@@ -42,6 +42,12 @@ static double band_smooth(double t, double *slope)
     return t * t * (3.0 - 2.0 * t);
 }
 
+/* the damper's fade-in over the first `ramp` of penetration */
+static double band_ramp(double delta, double ramp)
+{
+    return delta < ramp ? delta / ramp : 1.0;
+}
+
 /* y = Rᵀ x for a row-major R */
 static void band_tmul(const double *R, const double *x, double *y)
 {
@@ -98,7 +104,7 @@ double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, co
     double un = n[0] * u[0] + n[2] * u[2], ut = t[0] * u[0] + t[2] * u[2];
     double fn = 0.0, ft = 0.0, fy = 0.0, U = 0.0, radial = 0.0;
     if (delta > 0.0) { /* one-sided, the damper ramped in and never pulling */
-        double f = band->kn * delta + band->cn * fmin(1.0, delta / band->ramp) * (-un);
+        double f = band->kn * delta + band->cn * band_ramp(delta, band->ramp) * (-un);
         radial = f > 0.0 ? f : 0.0;
         fn += radial;
         U += 0.5 * band->kn * delta * delta;
@@ -156,7 +162,7 @@ double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, c
     band_point_velocity(Xs, pr, us);
     for (int k = 0; k < 3; ++k) uw[k] = ur[k] - us[k];
     band_tmul(Xs, uw, adot);
-    double f = band->kn * delta + band->cn * fmin(1.0, delta / band->ramp) * (-adot[2]);
+    double f = band->kn * delta + band->cn * band_ramp(delta, band->ramp) * (-adot[2]);
     double fn = w * (f > 0.0 ? f : 0.0);
     double on_wheel[3] = {-0.5 * band->kn * delta * delta * dw, 0.0, fn}, on_shoe[3];
     band_mul(Xs, on_wheel, on_shoe);
@@ -194,6 +200,19 @@ static void band_apply(double *fext, int s, int r, const double *F, const double
     }
 }
 
+/* Whether the pair of roller r and shoe Xs can touch: each pair law's first test, with a margin, so a pair it
+ * turns away is one whose law returns zeros (the law runs its own test exactly); the sums are bitwise those of
+ * every pair. Road wheels: the face's normal component; end rollers: the pin's in-plane distance. */
+static int band_may_touch(const md_band *band, const md_roller *r, const double *Xs, const double *Xr)
+{
+    const double *ps = Xs + 9, *pr = Xr + 9;
+    double e0 = pr[0] - ps[0], e1 = pr[1] - ps[1], e2 = pr[2] - ps[2];
+    if (r->kind == MD_FACE) return r->radius - (Xs[2] * e0 + Xs[5] * e1 + Xs[8] * e2 - band->face_z) > -1e-9;
+    double d0 = Xr[0] * e0 + Xr[3] * e1 + Xr[6] * e2, d2 = Xr[2] * e0 + Xr[5] * e1 + Xr[8] * e2;
+    double reach = r->radius + band->gate;
+    return d0 * d0 + d2 * d2 < reach * reach * (1.0 + 1e-9) + 1e-18;
+}
+
 /* Every band's pin and face pairs, all pairs: their wrenches added into fext (nbody × 6), each roller's axle
  * torque, summed pair by pair from the pairs' own arms, written into torque (the rollers of all bands in order);
  * the potential. */
@@ -208,6 +227,7 @@ double md_band_fext(const md_band *bands, int nband, const double *X, double dt,
             *torque = 0.0;
             for (int s = band->first_shoe; s < band->first_shoe + band->nshoe; ++s) {
                 const double *Xs = X + 18 * s;
+                if (!band_may_touch(band, r, Xs, Xr)) continue;
                 /* a pair out of contact returns zeros, and adding zeros changes no sum: skip them */
                 if (r->kind == MD_FACE) {
                     U += md_face_pair(band, r, Xs, Xr, dt, F, x, &tau);

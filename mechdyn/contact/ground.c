@@ -9,7 +9,7 @@ enum { MD_PLANE = 0, MD_SINE = 1, MD_GRID = 2 };
 
 typedef struct {
     int kind;               /* MD_PLANE, MD_SINE or MD_GRID */
-    double p[4];            /* plane: nx ny nz d (unit normal); sine: z0 amp wx wy; grid: x0 y0 dx dy */
+    double p[4];            /* plane: h0 hx hy (h = h0 + hx·x + hy·y); sine: z0 amp wx wy; grid: x0 y0 dx dy */
     int nx, ny;             /* grid nodes */
     const double *heights;  /* grid: ny rows of nx */
     int npad;
@@ -64,7 +64,7 @@ void md_terrain(const md_ground *g, double x, double y, double *h)
 {
     const double *p = g->p;
     if (g->kind == MD_PLANE) {
-        h[0] = (p[3] - p[0] * x - p[1] * y) / p[2], h[1] = -p[0] / p[2], h[2] = -p[1] / p[2];
+        h[0] = p[0] + p[1] * x + p[2] * y, h[1] = p[1], h[2] = p[2];
     } else if (g->kind == MD_SINE) {
         double kx = GROUND_TWO_PI / p[2], ky = GROUND_TWO_PI / p[3];
         double sx = sin(kx * x), cx = cos(kx * x), sy = sin(ky * y), cy = cos(ky * y);
@@ -131,10 +131,10 @@ double md_ground_point(const md_ground *g, const double *p, const double *u, dou
         return 0.0;
     }
     double gdot = h[1] * u[0] + h[2] * u[1] - u[2];
-    double f = g->kn * gap + g->cg * fmin(1.0, gap / g->ramp) * gdot;
+    double f = g->kn * gap + g->cg * (gap < g->ramp ? gap / g->ramp : 1.0) * gdot; /* the damper ramped in */
     f = f > 0.0 ? f : 0.0;
-    double mvec[3] = {-h[1], -h[2], 1.0}, mm = sqrt(h[1] * h[1] + h[2] * h[2] + 1.0);
-    double n[3] = {mvec[0] / mm, mvec[1] / mm, mvec[2] / mm}, un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
+    double mvec[3] = {-h[1], -h[2], 1.0}, mm = sqrt(h[1] * h[1] + h[2] * h[2] + 1.0), inv = 1.0 / mm;
+    double n[3] = {mvec[0] * inv, mvec[1] * inv, mvec[2] * inv}, un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
     double ut[3] = {u[0] - un * n[0], u[1] - un * n[1], u[2] - un * n[2]}, ft[3], load = f * mm;
     if (anchor) {
         if (anchor[3] == 0.0) anchor[0] = p[0], anchor[1] = p[1], anchor[2] = p[2], anchor[3] = 1.0;

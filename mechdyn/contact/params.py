@@ -47,7 +47,7 @@ class BandParams:
 @dataclass(frozen=True)
 class GroundParams:
     kind: int
-    p: np.ndarray  # (4,)
+    p: np.ndarray  # (4,): md_ground.p (a plane as h0, hx, hy)
     heights: np.ndarray | None  # (ny, nx) for a grid
     pad_body: np.ndarray  # (npad,) int
     corner: np.ndarray  # (npad, 4, 3) shoe-frame corners
@@ -163,8 +163,12 @@ def ground_params(model: Model, law: ContactLaw) -> GroundParams | None:
     total = float(sum(b.mass for b in model.bodies))
     n = len(bodies)  # a quarter of the 4·npad corners
     supported = total / n if n else total
+    p = np.array(g.params, dtype=float)
+    if g.terrain == "plane":  # n·x = d as h = h0 + hx·x + hy·y (ground.c): the divisions once, here
+        nx, ny, nz, d = p
+        p = np.array([d / nz, -nx / nz, -ny / nz, 0.0])
     return GroundParams(
-        kind=TERRAIN_KIND[g.terrain], p=np.array(g.params, dtype=float),
+        kind=TERRAIN_KIND[g.terrain], p=p,
         heights=None if g.heights is None else np.ascontiguousarray(g.heights, dtype=float),
         pad_body=np.array(bodies, dtype=np.intc), corner=np.array(corners, dtype=float).reshape(-1, 4, 3),
         corner_mass=np.array(masses, dtype=float), kn=float(g.kn),

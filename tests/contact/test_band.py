@@ -427,3 +427,14 @@ def test_each_pair_is_passive(dt):
     print(f"m113 dt {dt:g}: the worst pair's velocity-dependent power is {worst:.1e} of its terms over {active} "
           f"active pairs")
     assert active > 500 and worst <= 1e-14
+
+
+def test_pair_rejection_is_bitwise_every_pair():
+    """The pre-test that turns away pairs out of reach changes no bit of the wrenches, torques or potential."""
+    con = contact("m113")
+    every = Contact(con.model, module=planted("if (!band_may_touch(band, r, Xs, Xr)) continue;", ""))
+    for X in states(con, 200, seed=8) + states(con, 50, seed=9, pos=0.02):
+        for dt in (0.0, DT):
+            assert con.band_fext(X, dt).tobytes() == every.band_fext(X, dt).tobytes()
+            assert con.axle_torque(X, dt).tobytes() == every.axle_torque(X, dt).tobytes()
+        assert con.band_energy(X) == every.band_energy(X)

@@ -22,8 +22,8 @@ def ground_struct(con, v_eps: float, kn: float = 2e5):
     g = con.ffi.new("md_ground *")
     g[0] = con._ground_c[0]
     g.kind, g.v_eps, g.kn = 0, v_eps, kn
-    for k, v in enumerate((0.0, 0.0, 1.0, 0.0)):
-        g.p[k] = v
+    for k in range(4):
+        g.p[k] = 0.0  # the plane h = 0
     return g
 
 
@@ -111,7 +111,7 @@ class PointOnSlope:
         g[0] = self.con._ground_c[0]
         n = np.array([-math.sin(SLOPE), 0.0, math.cos(SLOPE)])
         g.kind = 0
-        for k, v in enumerate((*n, 0.0)):
+        for k, v in enumerate((0.0, math.tan(SLOPE), 0.0, 0.0)):  # h = x·tan(slope)
             g.p[k] = v
         self.g, self.n, self.dt = g, n, dt
         self.t_hat = np.array([math.cos(SLOPE), 0.0, math.sin(SLOPE)])  # uphill
