@@ -14,11 +14,13 @@ from .rnea import bias_force
 
 
 def forward_crba(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                 fext: np.ndarray | None = None, act: np.ndarray | None = None) -> np.ndarray:
-    """Forward dynamics qdd = H⁻¹ (tau − C + τ_rsda), TSDA forces folded into C."""
+                 fext: np.ndarray | None = None, act: np.ndarray | None = None,
+                 H: np.ndarray | None = None) -> np.ndarray:
+    """Forward dynamics qdd = H⁻¹ (tau − C + τ_rsda), TSDA forces folded into C; H is mass_matrix(model, q),
+    formed here unless the caller (loops.forward, which solves with it again) passes it."""
     require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     kin = forward_kinematics(model, q, qd)
     C = bias_force(model, q, qd, fext, tsda_forces(model, kin, act))
-    H = mass_matrix(model, q)
+    H = mass_matrix(model, q) if H is None else H
     return scipy.linalg.solve(H, np.asarray(tau, dtype=float) - C + rsda_torque(model, q, qd, act))

@@ -84,15 +84,19 @@ def forward(model: Model, q, qd, tau, fext=None, act=None, route: str = "crba") 
     factorization (one configuration-only factor serves every right-hand side).
     """
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-    tree = forward_crba if route == "crba" else forward_aba
-    qdd0 = tree(model, q, qd, tau, fext, act)
+    # H (or the ABA factor) is formed once here: the tree solve and the loop solve both use it
+    if route == "crba":
+        H = mass_matrix(model, q)
+        qdd0 = forward_crba(model, q, qd, tau, fext, act, H=H)
+    else:
+        fac = aba_factor(model, q)
+        qdd0 = forward_aba(model, q, qd, tau, fext, act, fac=fac)
     if not model.loops:
         return qdd0
     K, k, _ = loop_system(model, q, qd)
     if route == "crba":
-        Y = scipy.linalg.solve(mass_matrix(model, q), K.T, assume_a="sym")
+        Y = scipy.linalg.solve(H, K.T, assume_a="sym")
     else:
-        fac = aba_factor(model, q)
         Y = np.column_stack([aba_solve(model, fac, row) for row in K])  # H⁻¹ times each column of Kᵀ
     lam = scipy.linalg.solve(K @ Y, k - K @ qdd0, assume_a="sym")
     return qdd0 + Y @ lam
