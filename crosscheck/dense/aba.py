@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechdyn.core.kinematics import forward_kinematics
+from mechdyn.core.kinematics import Kinematics, forward_kinematics
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import crf, crm
 
@@ -67,12 +67,15 @@ def aba_solve(model: Model, fac: AbaFactor, tau: np.ndarray, c: np.ndarray | Non
 
 
 def forward_aba(model: Model, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                fext: np.ndarray | None = None, act: np.ndarray | None = None) -> np.ndarray:
-    """Forward dynamics qdd by ABA, with gravity, external forces and force elements."""
+                fext: np.ndarray | None = None, act: np.ndarray | None = None,
+                fac: AbaFactor | None = None, kin: Kinematics | None = None) -> np.ndarray:
+    """Forward dynamics qdd by ABA, with gravity, external forces and force elements; fac is aba_factor(model, q)
+    and kin forward_kinematics(model, q, qd), formed here unless the caller (loops.forward, which uses them
+    again) passes them."""
     require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-    kin = forward_kinematics(model, q, qd)
-    fac = aba_factor(model, q)
+    kin = forward_kinematics(model, q, qd) if kin is None else kin
+    fac = aba_factor(model, q) if fac is None else fac
     I = body_inertias(model)
     fx = applied_forces(model, kin, fext, tsda_forces(model, kin, act))
     nb = model.nbody

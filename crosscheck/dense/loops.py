@@ -22,7 +22,7 @@ from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import crm
 
 from .aba import aba_factor, aba_solve, forward_aba
-from .common import joint_transforms
+from .common import joint_transforms, require_expanded
 from .crba import mass_matrix
 from .fd import forward_crba
 
@@ -54,9 +54,11 @@ def _T_dot(row: Row, w_p: np.ndarray, w_s: np.ndarray, S: np.ndarray, Sdot: np.n
     return np.concatenate([np.cross(Sdot, row.e) + np.cross(S, ddot), ddot])
 
 
-def loop_system(model: Model, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """K (nc, nv), k (nc,) with Baumgarte terms, and φ (nc,) at (q, qd)."""
-    kin = forward_kinematics(model, q, qd)
+def loop_system(model: Model, q: np.ndarray, qd: np.ndarray,
+                kin: Kinematics | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K (nc, nv), k (nc,) with Baumgarte terms, and φ (nc,) at (q, qd); kin is forward_kinematics(model, q, qd),
+    computed here unless the caller already has it."""
+    kin = forward_kinematics(model, q, qd) if kin is None else kin
     c = velocity_product_accels(model, q, qd, kin)
     alpha = beta = 1.0 / model.stab
     K, k, phi = [], [], []
@@ -83,16 +85,22 @@ def forward(model: Model, q, qd, tau, fext=None, act=None, route: str = "crba") 
     route "crba" solves with the dense mass matrix, "aba" with the articulated-body
     factorization (one configuration-only factor serves every right-hand side).
     """
+    require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-    tree = forward_crba if route == "crba" else forward_aba
-    qdd0 = tree(model, q, qd, tau, fext, act)
-    if not model.loops:
-        return qdd0
-    K, k, _ = loop_system(model, q, qd)
+    # the kinematics and H (or the ABA factor) are formed once here: the tree solve and the loop solve both use them
+    kin = forward_kinematics(model, q, qd)
     if route == "crba":
-        Y = scipy.linalg.solve(mass_matrix(model, q), K.T, assume_a="sym")
+        H = mass_matrix(model, q)
+        qdd0 = forward_crba(model, q, qd, tau, fext, act, H=H, kin=kin)
     else:
         fac = aba_factor(model, q)
+        qdd0 = forward_aba(model, q, qd, tau, fext, act, fac=fac, kin=kin)
+    if not model.loops:
+        return qdd0
+    K, k, _ = loop_system(model, q, qd, kin)
+    if route == "crba":
+        Y = scipy.linalg.solve(H, K.T, assume_a="sym")
+    else:
         Y = np.column_stack([aba_solve(model, fac, row) for row in K])  # H⁻¹ times each column of Kᵀ
     lam = scipy.linalg.solve(K @ Y, k - K @ qdd0, assume_a="sym")
     return qdd0 + Y @ lam

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechdyn.core.kinematics import forward_kinematics
+from mechdyn.core.kinematics import Kinematics, forward_kinematics
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import crf, crm, jcalc
 
@@ -11,11 +11,14 @@ from .common import applied_forces, body_inertias, gravity_accel, require_expand
 
 
 def bias_force(model: Model, q: np.ndarray, qd: np.ndarray, fext: np.ndarray | None = None,
-               f_elem: np.ndarray | None = None) -> np.ndarray:
-    """C(q, qd, fext, f_elem): velocity products, gravity and applied base-coordinate forces, so H qdd + C = tau."""
+               f_elem: np.ndarray | None = None, kin: Kinematics | None = None) -> np.ndarray:
+    """C(q, qd, fext, f_elem): velocity products, gravity and applied base-coordinate forces, so H qdd + C = tau.
+
+    kin is forward_kinematics(model, q, qd), computed here unless the caller already has it.
+    """
     require_expanded(model)
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-    kin = forward_kinematics(model, q, qd)
+    kin = forward_kinematics(model, q, qd) if kin is None else kin
     I = body_inertias(model)
     fx = applied_forces(model, kin, fext, f_elem)
     a0 = gravity_accel(model)
