@@ -79,7 +79,7 @@ static double band_friction(double mu, double load, double slip2, double v_eps, 
 
 /* A pin (shoe Xs's origin) against end roller r (Xr): the force F on the shoe at world point x (the pin), and
  * the roller's torque about its axle, from the roller-frame arm d; the pair's potential. */
-double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+static double band_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
                    double *F, double *x, double *torque)
 {
     const double *ps = Xs + 9, *pr = Xr + 9;
@@ -130,7 +130,7 @@ double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, co
 
 /* The face weight w(x) of a shoe at x along it, and its slope: complementary smoothsteps reaching face_fade past
  * both ends, a partition of unity across each pin. */
-double md_face_weight(const md_band *band, double x, double *slope)
+static double band_face_weight(const md_band *band, double x, double *slope)
 {
     double phi = band->face_fade, s1, s2;
     double w = band_smooth((x + phi) / (2.0 * phi), &s1) - band_smooth((x - band->link_len + phi) / (2.0 * phi), &s2);
@@ -141,7 +141,7 @@ double md_face_weight(const md_band *band, double x, double *slope)
 /* A road wheel r (Xr) on shoe Xs's face: F[0..2] on the shoe at x[0..2] (the axle: the normal and conservative
  * part), F[3..5] on the shoe at x[3..5] (the wheel's foot: friction), and the wheel's torque about its axle, from
  * the shoe-frame arm to the foot; the pair's potential. */
-double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+static double band_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
                     double *F, double *x, double *torque)
 {
     const double *ps = Xs + 9, *pr = Xr + 9;
@@ -154,7 +154,7 @@ double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, c
     double delta = r->radius - (a[2] - band->face_z);
     if (!(delta > 0.0)) return 0.0;
     a[0] = Xs[0] * e[0] + Xs[3] * e[1] + Xs[6] * e[2];
-    double dw, w = md_face_weight(band, a[0], &dw);
+    double dw, w = band_face_weight(band, a[0], &dw);
     if (!(w > 0.0)) return 0.0;
     a[1] = Xs[1] * e[0] + Xs[4] * e[1] + Xs[7] * e[2];
     double ur[3], us[3], uw[3], adot[3];
@@ -200,6 +200,25 @@ static void band_apply(double *fext, int s, int r, const double *F, const double
     }
 }
 
+/* band_pin_pair, band_face_pair and band_face_weight, exported (the producer calls them itself, which the compiler
+ * may inline: an exported function of a shared library can be interposed, so calls to it cannot be). */
+double md_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                   double *F, double *x, double *torque)
+{
+    return band_pin_pair(band, r, Xs, Xr, dt, F, x, torque);
+}
+
+double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                    double *F, double *x, double *torque)
+{
+    return band_face_pair(band, r, Xs, Xr, dt, F, x, torque);
+}
+
+double md_face_weight(const md_band *band, double x, double *slope)
+{
+    return band_face_weight(band, x, slope);
+}
+
 /* Whether the pair of roller r and shoe Xs can touch: each pair law's first test, with a margin, so a pair it
  * turns away is one whose law returns zeros (the law runs its own test exactly); the sums are bitwise those of
  * every pair. Road wheels: the face's normal component; end rollers: the pin's in-plane distance. */
@@ -230,11 +249,11 @@ double md_band_fext(const md_band *bands, int nband, const double *X, double dt,
                 if (!band_may_touch(band, r, Xs, Xr)) continue;
                 /* a pair out of contact returns zeros, and adding zeros changes no sum: skip them */
                 if (r->kind == MD_FACE) {
-                    U += md_face_pair(band, r, Xs, Xr, dt, F, x, &tau);
+                    U += band_face_pair(band, r, Xs, Xr, dt, F, x, &tau);
                     if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0) band_apply(fext, s, r->body, F, x);
                     if (F[3] != 0.0 || F[4] != 0.0 || F[5] != 0.0) band_apply(fext, s, r->body, F + 3, x + 3);
                 } else {
-                    U += md_pin_pair(band, r, Xs, Xr, dt, F, x, &tau);
+                    U += band_pin_pair(band, r, Xs, Xr, dt, F, x, &tau);
                     if (F[0] != 0.0 || F[1] != 0.0 || F[2] != 0.0) band_apply(fext, s, r->body, F, x);
                 }
                 *torque += tau;

@@ -60,7 +60,7 @@ static int ground_cell(double s, double s0, double ds, int n, double *t, int *in
 }
 
 /* h = (h, ∂h/∂x, ∂h/∂y) of the terrain at (x, y) */
-void md_terrain(const md_ground *g, double x, double y, double *h)
+static void ground_terrain(const md_ground *g, double x, double y, double *h)
 {
     const double *p = g->p;
     if (g->kind == MD_PLANE) {
@@ -86,6 +86,13 @@ void md_terrain(const md_ground *g, double x, double y, double *h)
     }
 }
 
+/* ground_terrain, exported. The producers call ground_terrain itself, which the compiler may inline: an exported
+ * function of a shared library can be interposed, so calls to it cannot be. */
+void md_terrain(const md_ground *g, double x, double y, double *h)
+{
+    ground_terrain(g, x, y, h);
+}
+
 /* the implicit regularized-Coulomb coefficient k̃ against mass m over dt: the force is −k̃·u */
 static double ground_friction(double mu, double load, double slip2, double v_eps, double dt, double m)
 {
@@ -99,7 +106,7 @@ static void ground_anchored(const md_ground *g, const double *p, const double *u
                             double *anchor, double *f)
 {
     double ha[3];
-    md_terrain(g, anchor[0], anchor[1], ha);
+    ground_terrain(g, anchor[0], anchor[1], ha);
     double na = 1.0 / sqrt(ha[1] * ha[1] + ha[2] * ha[2] + 1.0);
     double n[3] = {-ha[1] * na, -ha[2] * na, na}, dp[3] = {p[0] - anchor[0], p[1] - anchor[1], p[2] - anchor[2]};
     double dn = dp[0] * n[0] + dp[1] * n[1] + dp[2] * n[2];
@@ -117,19 +124,11 @@ static void ground_anchored(const md_ground *g, const double *p, const double *u
     }
 }
 
-/* One point p moving at u against the terrain, its friction against mass m over dt: the force F on it; its
- * potential. anchor (4: a, then 1 in contact / 0 not) selects the anchored friction, NULL the regularized. */
-double md_ground_point(const md_ground *g, const double *p, const double *u, double m, double dt, double *anchor,
-                       double *F)
+/* The force F on a point p, moving at u, whose vertical gap below the terrain (h = height and slopes at p) is
+ * gap > 0; its friction against mass m over dt, anchored when anchor is not NULL; the point's potential. */
+static double ground_force(const md_ground *g, const double *p, const double *h, double gap, const double *u,
+                           double m, double dt, double *anchor, double *F)
 {
-    double h[3];
-    F[0] = F[1] = F[2] = 0.0;
-    md_terrain(g, p[0], p[1], h);
-    double gap = h[0] - p[2];
-    if (!(gap > 0.0)) {
-        if (anchor) anchor[3] = 0.0;
-        return 0.0;
-    }
     double gdot = h[1] * u[0] + h[2] * u[1] - u[2];
     double f = g->kn * gap + g->cg * (gap < g->ramp ? gap / g->ramp : 1.0) * gdot; /* the damper ramped in */
     f = f > 0.0 ? f : 0.0;
@@ -147,6 +146,22 @@ double md_ground_point(const md_ground *g, const double *p, const double *u, dou
     return 0.5 * g->kn * gap * gap;
 }
 
+/* One point p moving at u against the terrain, its friction against mass m over dt: the force F on it; its
+ * potential. anchor (4: a, then 1 in contact / 0 not) selects the anchored friction, NULL the regularized. */
+double md_ground_point(const md_ground *g, const double *p, const double *u, double m, double dt, double *anchor,
+                       double *F)
+{
+    double h[3];
+    F[0] = F[1] = F[2] = 0.0;
+    ground_terrain(g, p[0], p[1], h);
+    double gap = h[0] - p[2];
+    if (!(gap > 0.0)) {
+        if (anchor) anchor[3] = 0.0;
+        return 0.0;
+    }
+    return ground_force(g, p, h, gap, u, m, dt, anchor, F);
+}
+
 /* Every pad corner against the terrain: the wrenches on the padded shoes added into fext (nbody × 6); the
  * potential. anchors (npad × 4 rows of 4) as md_ground_point's, or NULL. With reach > 0, a shoe whose origin's
  * vertical gap is below −reach is skipped: reach bounds how far the gap can rise from the origin to a corner
@@ -160,7 +175,7 @@ double md_ground_fext(const md_ground *g, const double *X, double dt, double *an
         double *row = fext + 6 * g->pad_body[i], *anchor = anchors ? anchors + 16 * i : NULL;
         if (g->reach > 0.0) {
             double h[3];
-            md_terrain(g, ps[0], ps[1], h);
+            ground_terrain(g, ps[0], ps[1], h);
             if (h[0] - ps[2] < -g->reach) {
                 if (anchor) anchor[3] = anchor[7] = anchor[11] = anchor[15] = 0.0;
                 continue;
@@ -168,13 +183,19 @@ double md_ground_fext(const md_ground *g, const double *X, double dt, double *an
         }
         for (int c = 0; c < 4; ++c) {
             const double *cl = g->corner + 12 * i + 3 * c;
-            double r[3], p[3], u[3], F[3];
+            double r[3], p[3], u[3], F[3] = {0.0, 0.0, 0.0}, h[3];
             for (int k = 0; k < 3; ++k) r[k] = R[3 * k] * cl[0] + R[3 * k + 1] * cl[1] + R[3 * k + 2] * cl[2];
             for (int k = 0; k < 3; ++k) p[k] = ps[k] + r[k];
+            ground_terrain(g, p[0], p[1], h);
+            double gap = h[0] - p[2];
+            if (!(gap > 0.0)) { /* out of contact: as md_ground_point, without its velocity */
+                if (anchor) anchor[4 * c + 3] = 0.0;
+                continue;
+            }
             u[0] = v[0] + w[1] * r[2] - w[2] * r[1];
             u[1] = v[1] + w[2] * r[0] - w[0] * r[2];
             u[2] = v[2] + w[0] * r[1] - w[1] * r[0];
-            U += md_ground_point(g, p, u, g->corner_mass[i], dt, anchor ? anchor + 4 * c : NULL, F);
+            U += ground_force(g, p, h, gap, u, g->corner_mass[i], dt, anchor ? anchor + 4 * c : NULL, F);
             if (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0) continue; /* adding zeros changes no sum */
             row[0] += p[1] * F[2] - p[2] * F[1];
             row[1] += p[2] * F[0] - p[0] * F[2];
