@@ -161,19 +161,22 @@ class Contact:
         self.lib.md_terrain(self._ground_c, float(x), float(y), h)
         return h[0], h[1], h[2]
 
+    def loaded_corners(self, X) -> int:
+        """The pad corners below the terrain at X."""
+        if self.ground is None:
+            return 0
+        X, g = self._rows(X), self.ground
+        R, p = X[g.pad_body, :9].reshape(-1, 3, 3), X[g.pad_body, 9:12]
+        pts = (p[:, None, :] + np.einsum("sij,scj->sci", R, g.corner)).reshape(-1, 3)
+        return int(sum(self.terrain(x, y)[0] > z for x, y, z in pts))
+
     def ground_zeta(self, X) -> float:
         """The ground damper's critical-damping fraction realized at X: against the model's mass shared by the
         corners loaded there (nan when none is)."""
-        if self.ground is None:
-            return float("nan")
-        X = self._rows(X)
-        g = self.ground
-        R, p = X[g.pad_body, :9].reshape(-1, 3, 3), X[g.pad_body, 9:12]
-        pts = p[:, None, :] + np.einsum("sij,scj->sci", R, g.corner)
-        loaded = sum(self.terrain(x, y)[0] > z for x, y, z in pts.reshape(-1, 3))
+        loaded = self.loaded_corners(X)
         if not loaded:
             return float("nan")
-        total = float(sum(b.mass for b in self.model.bodies))
+        total, g = float(sum(b.mass for b in self.model.bodies)), self.ground
         return g.cg / (2.0 * math.sqrt(g.kn * total / loaded))
 
     def describe(self) -> str:
