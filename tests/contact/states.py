@@ -47,6 +47,13 @@ def power_scale(X: np.ndarray, fext: np.ndarray) -> float:
     return float(np.sum(np.abs(fext[:, :3] * w)) + np.sum(np.abs(fext[:, 3:] * (v - np.cross(w, p)))))
 
 
+def dissipated(produce, X: np.ndarray, dt: float) -> float:
+    """The power of a producer's velocity-dependent forces at X (its wrenches less those with the velocities
+    zeroed, which are the conservative part) relative to the magnitude of power's terms (its round-off scale)."""
+    f = produce(X, dt) - produce(still(X), dt)
+    return power(X, f) / max(power_scale(X, f), 1e-300)
+
+
 def still(X: np.ndarray) -> np.ndarray:
     """X with every velocity zeroed."""
     Y = X.copy()
