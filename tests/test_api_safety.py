@@ -98,6 +98,16 @@ CASES = [
      "act has shape (1,), expected (0,)"),
     ("satellite step q short", "sat.step(1, 10, 0.0, 1e-3, np.zeros(9), np.zeros(9), np.zeros(9), np.zeros((1, 9)), "
      "None, None, 1.0, 1, np.empty((10, 10)), np.empty((10, 9)), np.zeros(1), np.empty(10))", "q has shape (9,), expected (10,)"),
+    # Dynamics.bodies and body_states (fwd_dyn_bodies)
+    ("bodies q short", "d.bodies(np.zeros(1), qd)", "q has shape (1,), expected (2,)"),
+    ("bodies q long", "d.bodies(np.zeros(3), qd)", "q has shape (3,), expected (2,)"),
+    ("bodies qd long", "d.bodies(q, np.zeros(40))", "qd has shape (40,), expected (2,)"),
+    ("bodies qd 2-D", "d.bodies(q, np.zeros((2, 1)))", "qd has shape (2, 1)"),
+    ("bodies q complex", "d.bodies(q + 1j, qd)", "q has dtype complex128"),
+    ("bodies qd object", "d.bodies(q, [None, None])", "qd has dtype object"),
+    ("body_states q ragged", "d.body_states([[1.0], [1.0, 2.0]], qd)", "q is not an array of numbers"),
+    ("satellite bodies q short", "sat.bodies(np.zeros(9), np.zeros(9))", "q has shape (9,), expected (10,)"),
+    ("satellite bodies qd short", "sat.bodies(sat.model.q0(), np.zeros(3))", "qd has shape (3,), expected (9,)"),
 ]
 
 CHILD = """

@@ -2,12 +2,7 @@
 body frames, against the dense reference's forward kinematics (mechdyn.core.kinematics, which shares nothing
 with the generator but the Model); planted bugs (the generator's slid frames, a transposed R) are caught; and its
 arguments are checked as observe's are."""
-import os
 import re
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +16,6 @@ from mechdyn.dynamics import QUAT_TOL, Dynamics
 
 from tests.conftest import MODELS
 
-ROOT = Path(__file__).resolve().parents[2]
 NSTATES = 50
 TOL = 1e-12  # scaled error (sample.scaled_error): round-off down the longest chain is far below it
 
@@ -93,53 +87,7 @@ def test_planted_bug_is_caught(plant, fresh_cache, monkeypatch):
     assert max(worst.values()) > 1e-3, worst
 
 
-# -- argument checks ----------------------------------------------------------------------------------------------
-CASES = [
-    ("q short", "d.bodies(np.zeros(1), qd)", "q has shape (1,), expected (2,)"),
-    ("q long", "d.bodies(np.zeros(3), qd)", "q has shape (3,), expected (2,)"),
-    ("qd long", "d.bodies(q, np.zeros(40))", "qd has shape (40,), expected (2,)"),
-    ("qd 2-D", "d.bodies(q, np.zeros((2, 1)))", "qd has shape (2, 1)"),
-    ("q complex", "d.bodies(q + 1j, qd)", "q has dtype complex128"),
-    ("qd object", "d.bodies(q, [None, None])", "qd has dtype object"),
-    ("q ragged", "d.body_states([[1.0], [1.0, 2.0]], qd)", "q is not an array of numbers"),
-    ("satellite q short", "sat.bodies(np.zeros(9), np.zeros(9))", "q has shape (9,), expected (10,)"),
-    ("satellite qd short", "sat.bodies(sat.model.q0(), np.zeros(3))", "qd has shape (3,), expected (9,)"),
-]
-
-CHILD = """
-import numpy as np
-import mechdyn
-
-d, sat = mechdyn.load("springpend"), mechdyn.load("satellite")
-q, qd = np.zeros(2), np.zeros(2)
-for label, code in CASES:
-    print("START", label, flush=True)
-    try:
-        eval(code)
-    except ValueError as exc:
-        print("VALUEERROR", label, "|", str(exc).replace(chr(10), " "), flush=True)
-    except Exception as exc:
-        print("OTHER", label, "|", type(exc).__name__, exc, flush=True)
-    else:
-        print("ACCEPTED", label, flush=True)
-"""
-
-
-def test_wrong_arguments_are_refused_with_a_value_error_never_a_signal(tmp_path):
-    """bodies and body_states, given wrong shapes and dtypes in a child process, raise a ValueError naming the
-    argument: C never reads past q or qd."""
-    script = tmp_path / "child.py"
-    script.write_text(f"CASES = {[(label, code) for label, code, _ in CASES]!r}\n" + textwrap.dedent(CHILD))
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
-    last = [ln for ln in res.stdout.splitlines() if ln.startswith("START")][-1:]
-    assert res.returncode == 0, f"child died with return code {res.returncode} during {last}:\n{res.stderr[-2000:]}"
-    got = {ln.split(" ", 1)[1].split(" | ")[0]: ln for ln in res.stdout.splitlines() if not ln.startswith("START")}
-    wrong = [f"{label}: {got.get(label, 'no outcome')} (wanted a ValueError containing {frag!r})"
-             for label, _, frag in CASES if not got.get(label, "").startswith("VALUEERROR") or frag not in got[label]]
-    assert not wrong, "\n".join(wrong)
-
-
+# -- argument checks (the wrong shapes and dtypes: tests/test_api_safety.py, with every other entry) ------------
 @pytest.mark.parametrize("Q", [[1.2, 1.6, 0, 0], [0, 0, 0, 0], [1 + 2 * QUAT_TOL, 0, 0, 0]])
 def test_non_unit_quaternion_is_refused_naming_the_body(Q):
     """A floating body's quaternion off unit norm is refused, as forward and observe refuse it."""
