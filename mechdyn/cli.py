@@ -145,6 +145,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from mechdyn.bench import bench, bench_sim
     from mechdyn.dynamics import Dynamics
 
+    if args.contact and args.sim is not None:
+        raise InputError("bench: --contact times the contact producers beside fwd_dyn and does not combine with "
+                         "--sim; run them one at a time")
     if args.peers:  # before any work: the side-by-side benchmark is the harness's
         given = [args.model] + (["--repeats", str(args.repeats)] if args.repeats != 7 else []) + ["--json"] * args.json
         raise moved("bench --peers", shlex.join(["bench", "--peers", *given]))

@@ -19,6 +19,7 @@ from mechdyn.codegen.build import build_source
 from mechdyn.core.kinematics import forward_kinematics
 
 from . import native
+from .params import FACE
 from .producers import ROW, Contact
 
 POOL = 64
@@ -79,8 +80,8 @@ def pool(con: Contact, seed: int = 0) -> np.ndarray:
 class ContactBench:
     model: str
     band_ns: float  # per call
-    band_pairs: int  # pin-roller and face-roller pairs evaluated per call
-    band_loaded: float  # of which in contact, on average over the pool
+    band_pairs: int  # candidate pairs per call: every end roller and road wheel with every shoe of its band
+    band_loaded: float  # of which penetrating (pins inside the roller's circle, wheels below a face), on average
     ground_ns: float
     corners: int
     corners_loaded: float
@@ -90,9 +91,9 @@ class ContactBench:
 
     def lines(self, dynamics_ns: float | None = None) -> list[str]:
         out = [f"bench: band     {self.band_ns:10.1f} ns/call  {self.band_pairs} pairs, "
-               f"{self.band_ns / max(self.band_pairs, 1):.1f} ns/pair ({self.band_loaded:.0f} in contact)",
+               f"{self.band_ns / max(self.band_pairs, 1):.1f} ns/pair ({self.band_loaded:.0f} penetrating)",
                f"bench: ground   {self.ground_ns:10.1f} ns/call  {self.corners} pad corners, "
-               f"{self.ground_ns / max(self.corners, 1):.1f} ns/corner ({self.corners_loaded:.0f} in contact)"]
+               f"{self.ground_ns / max(self.corners, 1):.1f} ns/corner ({self.corners_loaded:.0f} penetrating)"]
         if dynamics_ns:
             out.append(f"bench: both producers {(self.band_ns + self.ground_ns) / dynamics_ns:.2f}x the generated "
                        f"dynamics' {dynamics_ns:.1f} ns/call")
@@ -106,7 +107,7 @@ def _pairs_in(con: Contact, X: np.ndarray) -> int:
         S = X[b.first_shoe:b.first_shoe + b.nshoe]
         for r in b.rollers:
             Xr = X[r.body]
-            if r.kind == 2:  # the axle in each shoe's frame, over the face's weighted span
+            if r.kind == FACE:  # the axle in each shoe's frame, over the face's weighted span
                 a = np.einsum("sji,sj->si", S[:, :9].reshape(-1, 3, 3), Xr[9:12] - S[:, 9:12])
                 on = (a[:, 0] > -b.face_fade) & (a[:, 0] < b.link_len + b.face_fade)
                 n += int(np.count_nonzero(on & (r.radius - (a[:, 2] - b.face_z) > 0)))

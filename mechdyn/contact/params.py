@@ -164,6 +164,11 @@ def ground_params(model: Model, law: ContactLaw) -> GroundParams | None:
     n = len(bodies)  # a quarter of the 4·npad corners
     supported = total / n if n else total
     p = np.array(g.params, dtype=float)
+    if g.terrain == "grid" and not (g.heights is not None and np.ndim(g.heights) == 2
+                                    and min(np.shape(g.heights)) >= 4 and p[2] > 0 and p[3] > 0):
+        # the parser guarantees it; a Model built otherwise must not reach the C's 4 x 4 stencil without it
+        raise _fail(model, g.line, f"the ground's grid has heights of shape {np.shape(g.heights)} and spacing "
+                                   f"{p[2]:g} {p[3]:g}; expected at least 4 x 4 heights and spacings > 0")
     if g.terrain == "plane":  # n·x = d as h = h0 + hx·x + hy·y (ground.c): the divisions once, here
         nx, ny, nz, d = p
         p = np.array([d / nz, -nx / nz, -ny / nz, 0.0])

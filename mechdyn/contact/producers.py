@@ -1,7 +1,7 @@
 """The two contact force producers of a model, called with numpy arrays (docs/contact.md).
 
     con = Contact(model)
-    fext = con.fext(dyn.bodies(q, qd), dt)      # (nbody, 6): band + ground
+    fext = con.fext(dyn.bodies(q, qd), dt)      # (nbody, 6): band + ground; contact_fext(con, dyn, q, qd, dt)
 
 Every entry checks what it hands to C (shapes, dtype, dt), so no input makes the C read or write out of bounds.
 """
@@ -16,7 +16,7 @@ from mechdyn.core.model import Model
 
 from . import native
 from .law import ContactLaw
-from .params import BandParams, GroundParams, band_params, ground_params
+from .params import FACE, PIN_FRICTION, PIN_TOOTH, BandParams, GroundParams, band_params, ground_params
 
 ROW = 18  # doubles per body row: R (9), p, w, v
 
@@ -97,17 +97,20 @@ class Contact:
     def _rows(self, X) -> np.ndarray:
         return _real("X", X, (self.model.nbody, ROW))
 
-    def _band(self, X, dt) -> tuple[np.ndarray, np.ndarray, float]:
+    def _band(self, X, dt, fext: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+        """The band's wrenches added into fext (a fresh zero array when None), its axle torques and potential."""
         X, dt = self._rows(X), _dt(dt)
-        fext, torque = np.zeros((self.model.nbody, 6)), np.zeros(max(1, self.nroller))
+        fext = np.zeros((self.model.nbody, 6)) if fext is None else fext
+        torque = np.zeros(max(1, self.nroller))
         ffi = self.ffi
         U = self.lib.md_band_fext(self._bands_c, len(self.bands), ffi.from_buffer("double[]", X), dt,
                                   ffi.from_buffer("double[]", fext), ffi.from_buffer("double[]", torque))
         return fext, torque[: self.nroller], U
 
-    def _ground(self, X, dt, anchors) -> tuple[np.ndarray, float]:
+    def _ground(self, X, dt, anchors, fext: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """The ground's wrenches added into fext (a fresh zero array when None) and its potential."""
         X, dt = self._rows(X), _dt(dt)
-        fext = np.zeros((self.model.nbody, 6))
+        fext = np.zeros((self.model.nbody, 6)) if fext is None else fext
         if self.ground is None:
             if anchors is not None and np.shape(anchors) != (0, 4):
                 raise ValueError(f"anchors has shape {np.shape(anchors)}, expected (0, 4): the model has no ground")
@@ -137,8 +140,9 @@ class Contact:
         return self._ground(X, dt, anchors)[0]
 
     def fext(self, X, dt: float = 0.0, anchors: np.ndarray | None = None) -> np.ndarray:
-        """(nbody, 6) band + ground."""
-        return self.band_fext(X, dt) + self.ground_fext(X, dt, anchors)
+        """(nbody, 6) band + ground, both added into one array."""
+        X = self._rows(X)
+        return self._ground(X, dt, anchors, self._band(X, dt)[0])[0]
 
     def band_energy(self, X) -> float:
         """The band's contact potential (pins, teeth, guides, faces), J."""
@@ -182,10 +186,10 @@ class Contact:
     def describe(self) -> str:
         """The derived parameters, one line per band roller kind and one for the ground."""
         lines = []
+        kinds = {PIN_FRICTION: "pin+friction", PIN_TOOTH: "pin+tooth", FACE: "face"}
         for b in self.bands:
-            kinds = {0: "pin+friction", 1: "pin+tooth", 2: "face"}
             rs = ", ".join(f"{self.model.bodies[r.body].name} {kinds[r.kind]}"
-                           + (f" ({r.pins} pins)" if r.kind != 2 else "") for r in b.rollers)
+                           + (f" ({r.pins} pins)" if r.kind != FACE else "") for r in b.rollers)
             lines.append(f"band {b.track.name}: kn {b.kn:g} N/m, cn {b.cn:.0f} N·s/m (ζ {self.law.zeta_band:g} "
                          f"on the {b.track.mass:g} kg shoe), mu {b.mu:g}; {rs}")
         if self.ground is not None:
@@ -196,9 +200,10 @@ class Contact:
         return "\n".join(lines) or "no band and no ground: no contact"
 
 
-def contact_fext(dyn, q, qd, dt: float = 0.0, anchors: np.ndarray | None = None,
-                 contact: Contact | None = None) -> np.ndarray:
-    """(nbody, 6) the contact wrenches at (q, qd) of compiled model `dyn` (mechdyn.load): its generated body
-    kinematics, then both producers. Pass `contact` to reuse one built for the model."""
-    con = contact or Contact(dyn.model)
+def contact_fext(con: Contact, dyn, q, qd, dt: float = 0.0, anchors: np.ndarray | None = None) -> np.ndarray:
+    """(nbody, 6) the contact wrenches of `con` (built once for the model) at (q, qd) of the compiled model `dyn`
+    (mechdyn.load): its generated body kinematics, then both producers."""
+    if dyn.model.name != con.model.name or dyn.nbody != con.model.nbody:
+        raise ValueError(f"the Contact is of model '{con.model.name}' and dyn of '{dyn.model.name}'; expected both "
+                         "of the same model")
     return con.fext(dyn.bodies(q, qd), dt, anchors)

@@ -24,3 +24,9 @@ def test_cli_bench_contact():
     out = cli("mechdyn", "bench", "track_min", "--contact", "--repeats", "1")
     assert out.returncode == 0, out.stderr
     assert "bench: band" in out.stdout and "bench: ground" in out.stdout and "generated dynamics" in out.stdout
+
+
+def test_cli_bench_contact_refuses_sim():
+    from tests.test_cli import cli
+    out = cli("mechdyn", "bench", "track_min", "--contact", "--sim", "1e-4")
+    assert out.returncode == 2 and "does not combine with --sim" in out.stderr and "Traceback" not in out.stderr

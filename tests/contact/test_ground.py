@@ -175,26 +175,43 @@ def point_force(con: Contact, p, u, m: float, dt: float, anchor=None) -> np.ndar
 
 @pytest.mark.parametrize("terrain", ["plane", "sine"])
 def test_ground_friction_cone_and_tangency(terrain):
+    """The normal force computed here from the law's formula (f = max(0, kn·g + cg·ramp(g)·ġ) along
+    m = (−hx, −hy, 1)), and what the C returns beyond it, the friction: in the tangent plane, inside the cone."""
     ground = ("ground\n  terrain plane 0.25 0.1 1 0.0\n  kn 2e5\n  mu 0.8\nend\n" if terrain == "plane"
               else "ground\n  terrain sine 0.0 0.05 1.1 1.9\n  kn 2e5\n  mu 0.8\nend\n")
     con = with_ground("track_min", ground)
+    g, ramp = con.ground, con.law.ramp_depth
     rng = np.random.default_rng(3)
     worst_cone = worst_tan = 0.0
     for _ in range(2000):
         x, y = rng.uniform(-2, 2, 2)
         h, hx, hy = con.terrain(x, y)
-        p, u = np.array([x, y, h - rng.uniform(0, 0.02)]), rng.normal(scale=0.5, size=3)
+        p, u = np.array([x, y, h - rng.uniform(1e-5, 0.02)]), rng.normal(scale=0.5, size=3)
+        gap = h - p[2]  # as the C forms it
+        m = np.array([-hx, -hy, 1.0])
+        damper = g.cg * min(1.0, gap / ramp) * (hx * u[0] + hy * u[1] - u[2])
+        f, terms = max(0.0, g.kn * gap + damper), g.kn * gap + abs(damper)  # terms: what f's round-off is of
         for dt in (0.0, DT):
-            F = point_force(con, p, u, 4.5, dt)
-            n = np.array([-hx, -hy, 1.0]) / math.sqrt(1 + hx * hx + hy * hy)
-            fn, ft = F @ n, F - (F @ n) * n
-            # friction is the part of F off the (unnormalized) normal direction: F = f·m + f_t, f_t ⊥ n
-            assert fn >= 0
-            if fn > 0:
-                worst_cone = max(worst_cone, np.linalg.norm(ft) / (con.ground.mu * fn))
-            worst_tan = max(worst_tan, abs(ft @ n) / max(np.linalg.norm(F), 1e-300))
-    print(f"{terrain}: ground friction at most {worst_cone:.6f} of the cone, tangency {worst_tan:.1e}")
-    assert worst_cone < 1.0 and worst_tan < 1e-15
+            ft = point_force(con, p, u, 4.5, dt) - f * m
+            n = m / np.linalg.norm(m)
+            if f > 0:
+                worst_cone = max(worst_cone, np.linalg.norm(ft) / (g.mu * f * np.linalg.norm(m)))
+            worst_tan = max(worst_tan, abs(ft @ n) / (terms * np.linalg.norm(m)))
+    print(f"{terrain}: ground friction at most {worst_cone:.6f} of the cone, its normal part {worst_tan:.1e} of "
+          "the normal law's terms")
+    assert worst_cone < 1.0 and worst_tan < 1e-12
+
+
+def test_a_friction_with_a_normal_part_is_caught():
+    con = with_ground("track_min", "ground\n  terrain plane 0.25 0.1 1 0.0\n  kn 2e5\n  mu 0.8\nend\n")
+    bad = Contact(con.model, module=planted("for (int k3 = 0; k3 < 3; ++k3) ft[k3] = -k * ut[k3];",
+                                            "for (int k3 = 0; k3 < 3; ++k3) ft[k3] = -k * u[k3];"))
+    h, hx, hy = bad.terrain(0.3, 0.2)
+    u = np.array([0.1, 0.2, -0.3])
+    F = point_force(bad, [0.3, 0.2, h - 0.01], u, 4.5, 0.0)
+    m = np.array([-hx, -hy, 1.0])
+    f = bad.ground.kn * 0.01 + bad.ground.cg * (hx * u[0] + hy * u[1] - u[2])
+    assert abs((F - f * m) @ m) / np.linalg.norm(m) > 1e-3 * f
 
 
 def test_realized_damping_ratio():

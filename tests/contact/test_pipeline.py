@@ -30,7 +30,7 @@ def test_contact_from_q_through_the_generated_kinematics(name):
         q[[i for i, b in zip(dyn.model.qidx, dyn.model.bodies) if b.joint == "revolute"]] += rng.normal(
             scale=0.002, size=sum(b.joint == "revolute" for b in dyn.model.bodies))
         qd = rng.normal(scale=0.3, size=dyn.nv)
-        f = contact_fext(dyn, q, qd, 2e-5, contact=con)
+        f = contact_fext(con, dyn, q, qd, 2e-5)
         ref = con.fext(rows(dyn.model, q, qd), 2e-5)
         worst = max(worst, float(np.abs(f - ref).max() / max(np.abs(ref).max(), 1e-300)))
         qdd = dyn.forward(q, qd, np.zeros(dyn.nv), f)
