@@ -132,14 +132,15 @@ def _cr_weight_sums() -> tuple[float, float]:
 
 def steepest_slope(g) -> float:
     """An upper bound of |∇h| over the whole terrain: exact for a plane, the amplitude's for a sine, and for a
-    grid the weights' bound on nodes spread over three times their range (the linear ghosts beyond the edges)."""
+    grid the weights' bound on nodes as far as nine half-ranges from the nodes' mid-range: a ghost beyond a
+    corner, extrapolated along both axes, is 4·H00 − 2·H01 − 2·H10 + H11."""
     p = np.asarray(g.params, dtype=float)
     if g.terrain == "plane":
         return float(math.hypot(p[0], p[1]) / abs(p[2]))
     if g.terrain == "sine":
         return float(abs(p[1]) * 2 * math.pi * math.hypot(1 / p[2], 1 / p[3]))
     c, dc = _cr_weight_sums()
-    spread = 1.5 * float(np.ptp(g.heights))  # half of three times the nodes' range
+    spread = 4.5 * float(np.ptp(g.heights))  # nine half-ranges
     return math.hypot(dc * c * spread / p[2], dc * c * spread / p[3])
 
 
