@@ -362,13 +362,16 @@ def test_comparison_catches_a_planted_bug(bug):
     old, new, key = PLANTED[bug]
     model = load_model("m113")
     con = _product(model)
-    bad = planted(old, new)
-    if key == "anchored":
-        e = compare_anchored(model, con, bad, 30, seed=22)[0]
-    else:
-        e = compare_routes(model, con, bad, 10, seed=20)[key][0]
+    e = worst_gap(model, con, planted(old, new), key)
     print(f"planted in the route, {bug}: {key} C vs NumPy worst {e:.1e}")
     assert e > 1e3 * ROUND_OFF
+
+
+def worst_gap(model, con, rt, key: str) -> float:
+    """The worst C-vs-route gap of comparison `key` ("anchored" along a walk, or a key of compare_routes)."""
+    if key == "anchored":
+        return compare_anchored(model, con, rt, 30, seed=22)[0]
+    return compare_routes(model, con, rt, 10, seed=20)[key][0]
 
 
 # The same bugs planted in the product's C (mechdyn.contact.native: its source text, compiled by
@@ -401,11 +404,7 @@ def _planted_product(model, old: str, new: str):
 def test_comparison_catches_a_bug_planted_in_the_c(bug):
     old, new, key = C_PLANTED[bug]
     model = load_model("m113")
-    con = _planted_product(model, old, new)
-    if key == "anchored":
-        e = compare_anchored(model, con, route, 30, seed=22)[0]
-    else:
-        e = compare_routes(model, con, route, 10, seed=20)[key][0]
+    e = worst_gap(model, _planted_product(model, old, new), route, key)
     print(f"planted in the C, {bug}: {key} C vs NumPy worst {e:.1e}")
     assert e > 1e3 * ROUND_OFF
 
