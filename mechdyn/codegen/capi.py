@@ -78,6 +78,8 @@ FUNCTIONS = (
              "a name's index among kind \"poi\" \"tsda\" \"rsda\" \"act\"; -1 no such name, -2 no such kind"),
     Function("fwd_dyn_drift", "void", ("double *q", "const double *qd", "double tau"),
              "q advanced in place by tau at constant qd, exactly (a floating body's attitude by its exponential)"),
+    Function("fwd_dyn_power", "void", ("const double *q", "const double *qd", "double *p"),
+             "p[0] = the power the model's dampers dissipate at (q, qd): the TSDAs' c l'^2 and the RSDAs' c q'^2"),
     Function("fwd_dyn_sim", "long",
              ("int scheme", "long nsteps", "double t0", "double dt", "double *q", "double *qd", "double *qdd_prev",
               "int nsched", "double dt_sched", "const double *tau", "const double *fext", "const double *act",

@@ -28,7 +28,7 @@ from .sspatial import mtv
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "13"  # bump whenever the emitted code changes for the same model
+GENERATOR_VERSION = "14"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The time stepper emitted beside fwd_dyn: the drift of docs/conventions.md and two schemes.
 
-fwd_dyn_drift and fwd_dyn_sim, declared with their parameters in capi.py's table.
+fwd_dyn_drift, fwd_dyn_power and fwd_dyn_sim, declared with their parameters in capi.py's table.
 
 The drift is written exactly, so each half-step is self-adjoint: single-DOF
 joints move by qd·τ; a floating body's attitude by Q ⊗ exp(½ ω τ) and its
@@ -140,13 +140,12 @@ def sim_function(model: Model, power: list[str]) -> str:
     """fwd_dyn_sim: nsteps of a scheme in C, recording every stride-th state and the dissipated work there;
     `power` is power_body of the model as generated (its frames slid), empty if nothing dissipates."""
     nq, nv, nf, na = model.nq, model.nv, 6 * model.nbody, model.nact
-    body = "".join(f"    {ln}\n" for ln in power)
+    body = "".join(f"    {ln}\n" for ln in power) or "    (void)q, (void)qd;\n    p[0] = 0.0;\n"
     power_fn = f"""
-/* the power the dampers dissipate at (q, qd), into p[0] */
-static void fwd_dyn_power(const double *q, const double *qd, double *p)
+{FUNCTION['fwd_dyn_power'].header()}
 {{
 {body}}}
-""" if power else ""
+"""
     # the trapezoid's end powers: p0 at the step's start (the call's start, then the last step's end), p1 at its end
     p_start = "    double p0, p1;\n    fwd_dyn_power(q, qd, &p0);\n" if power else ""
     p_step = ("            fwd_dyn_power(q, qd, &p1);\n"

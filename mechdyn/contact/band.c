@@ -29,6 +29,7 @@ double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, c
                     double *F, double *x, double *torque);
 double md_face_weight(const md_band *band, double x, double *slope);
 double md_band_fext(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque);
+void md_band_depth(const md_band *bands, int nband, const double *X, double *out);
 /* API end */
 
 /* the smoothstep S(t) and its slope */
@@ -261,4 +262,38 @@ double md_band_fext(const md_band *bands, int nband, const double *X, double dt,
         }
     }
     return U;
+}
+
+/* How deep the band is pressed into its rollers at X: out[0] the deepest pin inside an end roller's radius
+ * (m, 0 when none is) and out[1] how many are; out[2] the deepest road wheel into a face it weighs on and
+ * out[3] how many such pairs there are. The same depths as the laws', for the traces and the settle's gate. */
+void md_band_depth(const md_band *bands, int nband, const double *X, double *out)
+{
+    out[0] = out[1] = out[2] = out[3] = 0.0;
+    for (int b = 0; b < nband; ++b) {
+        const md_band *band = bands + b;
+        for (int i = 0; i < band->nroller; ++i) {
+            const md_roller *r = band->rollers + i;
+            const double *Xr = X + 18 * r->body, *pr = Xr + 9;
+            for (int s = band->first_shoe; s < band->first_shoe + band->nshoe; ++s) {
+                const double *Xs = X + 18 * s, *ps = Xs + 9;
+                double delta, slope;
+                int k;
+                if (r->kind == MD_FACE) {
+                    double e[3] = {pr[0] - ps[0], pr[1] - ps[1], pr[2] - ps[2]};
+                    delta = r->radius - (Xs[2] * e[0] + Xs[5] * e[1] + Xs[8] * e[2] - band->face_z);
+                    if (!(band_face_weight(band, Xs[0] * e[0] + Xs[3] * e[1] + Xs[6] * e[2], &slope) > 0.0)) continue;
+                    k = 2;
+                } else {
+                    double e[3] = {ps[0] - pr[0], ps[1] - pr[1], ps[2] - pr[2]};
+                    double d0 = Xr[0] * e[0] + Xr[3] * e[1] + Xr[6] * e[2], d2 = Xr[2] * e[0] + Xr[5] * e[1] + Xr[8] * e[2];
+                    delta = r->radius - sqrt(d0 * d0 + d2 * d2);
+                    k = 0;
+                }
+                if (!(delta > 0.0)) continue;
+                if (delta > out[k]) out[k] = delta;
+                out[k + 1] += 1.0;
+            }
+        }
+    }
 }

@@ -24,6 +24,8 @@ void md_terrain(const md_ground *g, double x, double y, double *h);
 double md_ground_point(const md_ground *g, const double *p, const double *u, double m, double dt, double *anchor,
                        double *F);
 double md_ground_fext(const md_ground *g, const double *X, double dt, double *anchors, double *fext);
+void md_ground_depth(const md_ground *g, const double *X, double *out);
+double md_ground_anchor_energy(const md_ground *g, const double *X, const double *anchors);
 /* API end */
 
 /* Catmull–Rom weights at t ∈ [0, 1] of nodes −1, 0, 1, 2, and their t-derivatives */
@@ -204,4 +206,49 @@ double md_ground_fext(const md_ground *g, const double *X, double dt, double *an
         }
     }
     return U;
+}
+
+/* corner c of pad i at body rows X, in world coordinates */
+static void ground_corner(const md_ground *g, const double *X, int i, int c, double *p)
+{
+    const double *R = X + 18 * g->pad_body[i], *ps = R + 9, *cl = g->corner + 12 * i + 3 * c;
+    for (int k = 0; k < 3; ++k) p[k] = ps[k] + R[3 * k] * cl[0] + R[3 * k + 1] * cl[1] + R[3 * k + 2] * cl[2];
+}
+
+/* How deep the pads are in the terrain at X: out[0] the largest vertical gap of a corner below it (m, 0 when none
+ * is), out[1] how many corners are below it. */
+void md_ground_depth(const md_ground *g, const double *X, double *out)
+{
+    out[0] = out[1] = 0.0;
+    for (int i = 0; i < g->npad; ++i)
+        for (int c = 0; c < 4; ++c) {
+            double p[3], h[3];
+            ground_corner(g, X, i, c, p);
+            ground_terrain(g, p[0], p[1], h);
+            double gap = h[0] - p[2];
+            if (!(gap > 0.0)) continue;
+            if (gap > out[0]) out[0] = gap;
+            out[1] += 1.0;
+        }
+}
+
+/* The energy the anchored friction's springs hold at X: ½·kt·|z|² over the anchored corners, z the corner's
+ * offset from its anchor in the anchor's tangent plane (as ground_anchored computes it). */
+double md_ground_anchor_energy(const md_ground *g, const double *X, const double *anchors)
+{
+    double E = 0.0;
+    for (int i = 0; i < g->npad; ++i)
+        for (int c = 0; c < 4; ++c) {
+            const double *a = anchors + 16 * i + 4 * c;
+            if (a[3] == 0.0) continue;
+            double p[3], ha[3];
+            ground_corner(g, X, i, c, p);
+            ground_terrain(g, a[0], a[1], ha);
+            double na = 1.0 / sqrt(ha[1] * ha[1] + ha[2] * ha[2] + 1.0);
+            double n[3] = {-ha[1] * na, -ha[2] * na, na}, dp[3] = {p[0] - a[0], p[1] - a[1], p[2] - a[2]};
+            double dn = dp[0] * n[0] + dp[1] * n[1] + dp[2] * n[2], z2 = 0.0;
+            for (int k = 0; k < 3; ++k) z2 += (dp[k] - dn * n[k]) * (dp[k] - dn * n[k]);
+            E += 0.5 * g->kt * z2;
+        }
+    return E;
 }

@@ -21,9 +21,14 @@ def source() -> str:
     return "\n".join((Path(__file__).parent / f).read_text() for f in _FILES)
 
 
+def api(text: str) -> list[str]:
+    """The text between each pair of API markers in C `text`: the declarations cffi is given, written once."""
+    return _API.findall(text)
+
+
 def cdef(text: str) -> str:
-    """The declarations cffi is given: each file's text between its API markers, so they are written once."""
-    parts = _API.findall(text)
+    """The declarations cffi is given for the producers' C `text`: both files' API sections."""
+    parts = api(text)
     if len(parts) != len(_FILES):
         raise ValueError(f"expected {len(_FILES)} API sections in the contact C, found {len(parts)}")
     return "\n".join(parts)

@@ -1,0 +1,242 @@
+"""Stepping a model with its contact in C (step.c; docs/simulation.md): the step chosen by accuracy, the gains
+ramped in, sprocket brakes, anchored or regularized ground friction, and every recorded row's contact metrics.
+
+    sim = ContactSim(dyn)                          # Contact built on the loop's module
+    dt = accuracy_step(sim.contact).dt             # 90 samples per contact period
+    run = sim.run(q0, qd0, T=4.0, dt=dt)           # ContactRun: t, q, qd and the recorded metrics
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+from mechdyn.codegen.stepper import SCHEMES
+from mechdyn.contact.law import ContactLaw
+from mechdyn.contact.params import PIN_TOOTH
+from mechdyn.contact.producers import Contact
+from mechdyn.core.model import Model
+from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
+
+from . import native
+from .run import SimulationDiverged, Trajectory, _schedules, step_count
+
+SAMPLES = 90  # steps per contact period (docs/simulation.md "The step")
+RAMP_GROUND = 0.02  # s over which the ground's gains ramp in from q0
+RAMP_BAND = 0.0  # the band's are not ramped: the model's tensioners push at full preload from t = 0
+BRAKE_PERIODS = 2.0  # the brake's period, in contact periods
+BRAKE_ZETA = 1.0  # the brake's damping, as a fraction of critical on the sprocket alone
+
+# the columns of step.c's recorded rows (MD_AUX)
+AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
+       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake")
+STAGES = ("kinematics", "band", "ground", "dynamics", "integration")
+
+
+@dataclass(frozen=True)
+class Step:
+    """The step chosen by accuracy: `samples` per contact period, the shortest period of the contact laws."""
+    dt: float
+    period: float  # s
+    samples: int
+    what: str  # which law's period it is
+
+    def describe(self) -> str:
+        return (f"dt {self.dt:.4g} s: {self.samples} samples per contact period {1e3 * self.period:.3g} ms "
+                f"({self.what})")
+
+
+def contact_periods(con: Contact) -> dict[str, float]:
+    """2π·√(m/kn) of each contact law: a band's shoe on its kn, the ground's pad corner on its kn."""
+    out = {f"band {b.track.name}: shoe {b.track.mass:g} kg on kn {b.kn:g}": 2 * math.pi * math.sqrt(b.track.mass / b.kn)
+           for b in con.bands}
+    if con.ground is not None:
+        m = float(con.ground.corner_mass.min())
+        out[f"ground: pad corner {m:g} kg on kn {con.ground.kn:g}"] = 2 * math.pi * math.sqrt(m / con.ground.kn)
+    return out
+
+
+def accuracy_step(con: Contact, samples: int = SAMPLES) -> Step:
+    """The step of `samples` per contact period (the shortest of contact_periods)."""
+    periods = contact_periods(con)
+    if not periods:
+        raise ValueError(f"model '{con.model.name}' has no band and no ground: no contact period to choose a step by")
+    what, period = min(periods.items(), key=lambda kv: kv[1])
+    samples = integer("samples", samples, 1)
+    return Step(period / samples, period, samples, what)
+
+
+@dataclass(frozen=True)
+class Brake:
+    """A torsional spring-damper locking a joint at q0: torque −k·(q − q0) − c·qd on it."""
+    body: int
+    q0: float
+    k: float
+    c: float
+
+
+def sprocket_brakes(con: Contact, q: np.ndarray, period: float) -> tuple[Brake, ...]:
+    """A brake on every drive sprocket's joint, locked at its angle in q, whose period on the sprocket's own axle
+    inertia is BRAKE_PERIODS contact periods, damped at BRAKE_ZETA."""
+    model, out = con.model, []
+    for b in con.bands:
+        for r in b.rollers:
+            if r.kind != PIN_TOOTH:
+                continue
+            body = model.bodies[r.body]
+            inertia = float(body.inertia[1, 1] + body.mass * (body.cg[0] ** 2 + body.cg[2] ** 2))
+            k = inertia * (2 * math.pi / (BRAKE_PERIODS * period)) ** 2
+            out.append(Brake(r.body, float(q[model.qidx[r.body]]), k, 2 * BRAKE_ZETA * math.sqrt(k * inertia)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ContactRun(Trajectory):
+    """A Trajectory with the recorded contact metrics: aux[:, AUX.index(name)], by name through `col`."""
+    aux: np.ndarray = field(default_factory=lambda: np.zeros((0, len(AUX))))  # (n, len(AUX))
+    seconds: float = 0.0  # wall time of the stepping calls
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage, when timed
+
+    def col(self, name: str) -> np.ndarray:
+        return self.aux[:, AUX.index(name)]
+
+
+class ContactSim:
+    """A compiled model and its contact, stepped together in C. Holds the state the runs carry on: the ground's
+    anchors (anchored friction) and the ground impulse."""
+
+    def __init__(self, dyn: Dynamics, model: Model | None = None, law: ContactLaw | None = None,
+                 anchored: bool = False, ramp_ground: float = RAMP_GROUND, ramp_band: float = RAMP_BAND,
+                 predictor: bool = False,
+                 module=None) -> None:
+        """`model`: the model the contact reads (its ground, e.g. a rotated terrain; dyn.model by default; same
+        bodies). `anchored`: the ground's anchored friction. `ramp_ground`, `ramp_band`: s over which each producer's wrenches
+        are ramped in from t = 0 (0: none). `predictor`: Verlet's velocity predictor (off on contact models: docs/simulation.md).
+        `module`: the loop compiled over other contact C (a test's planted copy)."""
+        model = model or dyn.model
+        if model.nbody != dyn.nbody or [b.name for b in model.bodies] != [b.name for b in dyn.model.bodies]:
+            raise ValueError(f"the contact model '{model.name}' does not have the bodies of '{dyn.model.name}'")
+        self.dyn, self.module = dyn, module or native.module()
+        self.ffi, self.lib = self.module.ffi, self.module.lib
+        self.contact = Contact(model, law, module=self.module)
+        self.ramp_ground, self.ramp_band = real_scalar("ramp_ground", ramp_ground), real_scalar("ramp_band", ramp_band)
+        self.predictor = bool(predictor)
+        self.anchors = np.zeros((self.contact.ncorner, 4)) if anchored else None
+        self.impulse = np.zeros(6)
+        self.brakes: tuple[Brake, ...] = ()
+        ffi, lib = self.ffi, dyn.lib
+        plant = ffi.new("md_plant *")
+        plant.nq, plant.nv, plant.nbody, plant.nact = dyn.nq, dyn.nv, dyn.nbody, dyn.nact
+        for f in ("fwd_dyn", "bodies", "drift", "power"):
+            name = "fwd_dyn" if f == "fwd_dyn" else f"fwd_dyn_{f}"
+            setattr(plant, f, ffi.cast({"fwd_dyn": "md_dyn_fn", "drift": "md_drift_fn"}.get(f, "md_rows_fn"),
+                                       dyn.address(name)))
+        self._plant, self._lib_keep = plant, lib
+        self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
+                                                  ("torque", max(1, self.contact.nroller)), ("tau", dyn.nv),
+                                                  ("qdd", dyn.nv), ("qdm", dyn.nv))}
+
+    def set_brakes(self, brakes: tuple[Brake, ...]) -> None:
+        """Brake these joints from the next run on (() releases them)."""
+        for b in brakes:
+            if not (0 <= b.body < self.dyn.nbody and self.dyn.model.bodies[b.body].joint in ("revolute", "prismatic")):
+                raise ValueError(f"a brake needs a revolute or prismatic joint; body {b.body} is not one")
+            if not all(math.isfinite(x) for x in (b.q0, b.k, b.c)) or b.k < 0 or b.c < 0:
+                raise ValueError(f"brake on body {b.body}: expected finite q0 and k, c >= 0, got {b}")
+        self.brakes = tuple(brakes)
+
+    def _scene(self):
+        ffi, con = self.ffi, self.contact
+        sc = ffi.new("md_scene *")
+        sc.bands, sc.nband = con._bands_c, len(con.bands)
+        sc.ground = con._ground_c if con.ground is not None else ffi.NULL
+        sc.anchors = ffi.NULL if self.anchors is None else ffi.from_buffer("double[]", self.anchors)
+        brakes = ffi.new("md_brake[]", max(1, len(self.brakes)))
+        m = self.dyn.model
+        for c, b in zip(brakes, self.brakes):
+            c.iq, c.iv, c.q0, c.k, c.c = m.qidx[b.body], m.vidx[b.body], b.q0, b.k, b.c
+        sc.brakes, sc.nbrake = brakes, len(self.brakes)
+        sc.ramp_ground, sc.ramp_band, sc.predictor = self.ramp_ground, self.ramp_band, int(self.predictor)
+        for k, a in self._work.items():
+            setattr(sc, k, ffi.from_buffer("double[]", a))
+        return sc, brakes
+
+    def run(self, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1, t0: float = 0.0,
+            tau=None, act=None, dt_sched: float | None = None, progress: bool = False,
+            timed: bool = False) -> ContactRun:
+        """Step from (q0, qd0) at time t0 for T seconds, recording the start and every stride-th step with its
+        contact metrics (AUX). tau (nv,) and act (nact,) held, or schedules dt_sched apart as in simulate.
+        `timed`: split the stepping time into STAGES (clock reads each stage: a little slower). Raises
+        SimulationDiverged if the state goes non-finite."""
+        dyn = self.dyn
+        if scheme not in SCHEMES:
+            raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+        T, dt, t0 = real_scalar("T", T), real_scalar("dt", dt), real_scalar("t0", t0)
+        stride = integer("stride", stride, 1)
+        if dt <= 0 or T < 0:
+            raise ValueError(f"expected dt > 0 and T >= 0; got dt {dt}, T {T}")
+        nsteps = step_count(T, dt)
+        nsched, (tau_s, _, act_s) = _schedules(dyn, tau, None, act)
+        if nsched > 1 and not (dt_sched is not None and real_scalar("dt_sched", dt_sched) > 0):
+            raise ValueError(f"a scheduled input ({nsched} samples) needs dt_sched > 0")
+        q = np.array(real_array("q0", q0, (dyn.nq,)))
+        qd = np.array(real_array("qd0", qd0, (dyn.nv,)))
+        dyn._check_quaternions("q0", q)
+        nrec = nsteps // stride
+        Q, QD, A = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros((nrec + 1, len(AUX)))
+        Q[0], QD[0] = q, qd
+        A[0] = self.metrics(q, qd)
+        qdd_prev = np.zeros(dyn.nv)
+        work, done_c, timers = np.zeros(1), self.ffi.new("long *"), np.zeros(len(STAGES))
+        sc, keep = self._scene()
+        ffi = self.ffi
+        buf = lambda a: ffi.from_buffer("double[]", a)  # noqa: E731
+        chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
+        done, rec, seconds = 0, 1, 0.0
+        with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,
+                  disable=None if progress else True) as bar:
+            while done < nsteps:
+                n = min(chunk, nsteps - done)
+                start = time.perf_counter()
+                got = self.lib.md_sim_contact(
+                    self._plant, sc, SCHEMES[scheme], n, t0 + done * dt, dt, buf(q), buf(qd), buf(qdd_prev),
+                    nsched, dt_sched if nsched > 1 else 1.0, buf(tau_s),
+                    ffi.NULL if act_s is None else buf(act_s), stride, buf(Q[rec:]), buf(QD[rec:]), buf(A[rec:]),
+                    buf(work), buf(self.impulse), done_c, buf(timers) if timed else ffi.NULL)
+                seconds += time.perf_counter() - start
+                rec += got
+                done += done_c[0]
+                bar.update(done_c[0])
+                if done_c[0] < n:
+                    part = self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+                    raise SimulationDiverged(dyn.model.name, done + 1, t0 + (done + 1) * dt, part)
+        del keep
+        return self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+
+    def _result(self, rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed) -> ContactRun:
+        return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], A[:rec],
+                          seconds, dict(zip(STAGES, timers.tolist())) if timed else {})
+
+    def metrics(self, q, qd) -> np.ndarray:
+        """The AUX row at (q, qd) with no step taken: no work, wrench or impulse but the carried impulse."""
+        con, X = self.contact, self.dyn.bodies(q, qd)
+        out = np.zeros(len(AUX))
+        out[7:13] = self.impulse
+        ffi = self.ffi
+        d = np.zeros(4)
+        self.lib.md_band_depth(con._bands_c, len(con.bands), ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", d))
+        out[13:17] = d
+        if con.ground is not None:
+            g = np.zeros(2)
+            self.lib.md_ground_depth(con._ground_c, ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", g))
+            out[17:19] = g
+            out[20] = con.ground_energy(X)
+            if self.anchors is not None:
+                out[21] = self.lib.md_ground_anchor_energy(con._ground_c, ffi.from_buffer("double[]", X),
+                                                           ffi.from_buffer("double[]", self.anchors))
+        out[19] = con.band_energy(X)
+        out[22] = sum(0.5 * b.k * (q[self.dyn.model.qidx[b.body]] - b.q0) ** 2 for b in self.brakes)
+        return out

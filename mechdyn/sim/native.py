@@ -1,0 +1,26 @@
+"""The stepping loop with contact (step.c) compiled in one translation unit after the contact producers' C, so
+the loop calls them directly and a Contact built on this module hands the loop its own structs."""
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+from mechdyn.codegen.build import build_source
+from mechdyn.contact import native as contact_native
+
+_STEP = Path(__file__).parent / "step.c"
+
+
+def compile(contact_text: str | None = None) -> ModuleType:  # noqa: A001  (the module's verb)
+    """The cffi module of the loop over contact C `contact_text` (a test's planted copy; the product's if None)."""
+    contact_text = contact_native.source() if contact_text is None else contact_text
+    step = _STEP.read_text()
+    (loop_api,) = contact_native.api(step)
+    return build_source("sim", contact_native.cdef(contact_text) + "\n" + loop_api, contact_text + "\n" + step)
+
+
+@cache
+def module() -> ModuleType:
+    """The product's loop module."""
+    return compile()
