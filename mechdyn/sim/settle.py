@@ -1,0 +1,165 @@
+"""The settle (docs/simulation.md "The settle"): a tracked vehicle from its design pose at rest, the ground's gains
+ramped in, T seconds on its own ground, and the gates only a trajectory can give.
+
+    res = settle(dyn)                  # 4 s at the accuracy step
+    for g in res.gates: print(g.line())
+    q, qd = res.state                  # the settled state, for a run that continues from it (the slope hold)
+
+The run is stepped in two calls of one ContactSim: most of it on a coarse stride, then the last `window` seconds at
+stride 1, since the energy gate's single-step rise and the period-2 content need every step. The sim carries the
+ground impulse (and the anchors) from one call to the next, so the two are one run.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechdyn.dynamics import Dynamics, integer, real_scalar
+
+from .contact import AUX, ContactRun, ContactSim, Step, accuracy_step
+from .energy import mechanics
+from .gate import Gate, below
+from .run import step_count
+
+ROWS = 2000  # recorded rows of the coarse part, whatever dt is
+WINDOW = 0.5  # s at stride 1 at the end: the load average, the energy's single steps, the period-2 content
+MOMENTUM_BOUND = 1e-3  # of the impulse scale: truncation is ~1e-5 of it and first order in dt; one m113 corner's
+# share of the weight, unreported, is ~3e-3 of it (docs/simulation.md "The settle")
+ENERGY_STEP_BOUND = 1e-4  # of the run's largest kinetic energy: the most one step may add
+LOAD_BOUND = 0.01  # relative error of the settled ground load against the weight
+PERIOD2_BOUND = 1e-3  # of the weight
+
+
+@dataclass(frozen=True)
+class Settle:
+    """A settle: the run (the coarse rows, then the window's stride-1 rows; `window` is the first of those), the
+    step, the gates and the figures reported beside them, and the sim that ran it (it carries the anchors and the
+    impulse on to a run that continues from `state`)."""
+    run: ContactRun
+    window: int  # row index of the window's first row (the coarse part's last state)
+    step: Step
+    gates: list[Gate]
+    notes: list[str]  # reported, not gated
+    sim: ContactSim
+
+    @property
+    def state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The settled (q, qd): the last row."""
+        return self.run.q[-1].copy(), self.run.qd[-1].copy()
+
+    @property
+    def stepping(self) -> float:
+        """Wall seconds of the stepping calls."""
+        return self.run.seconds
+
+
+def _joined(a: ContactRun, b: ContactRun) -> ContactRun:
+    """Run b (which starts at a's last state) after a: its first row dropped, its work counted from a's."""
+    aux = b.aux[1:].copy()
+    aux[:, AUX.index("work")] += a.aux[-1, AUX.index("work")]
+    return ContactRun(np.concatenate([a.t, b.t[1:]]), np.concatenate([a.q, b.q[1:]]),
+                      np.concatenate([a.qd, b.qd[1:]]), a.dt, a.scheme, np.concatenate([a.dissipated, aux[:, 0]]),
+                      np.concatenate([a.aux, aux]), a.seconds + b.seconds,
+                      {k: a.stages.get(k, 0.0) + b.stages.get(k, 0.0) for k in a.stages | b.stages})
+
+
+def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int = 90, anchored: bool = False,
+           stride: int | None = None, progress: bool = False, window: float = WINDOW,
+           sim: ContactSim | None = None) -> Settle:
+    """Settle the model from its design pose at rest for T s at dt (None: accuracy_step's at `samples` per
+    contact period) and gate the run: crush, load, momentum, energy (its net change and its single steps),
+    period2. `stride`: the coarse part's (None: about ROWS rows); the last `window` s are recorded at stride 1.
+    `anchored`: the ground's anchored friction. `sim`: the ContactSim to step (a test's planted module or
+    softened model; a new one on dyn by default)."""
+    T, window = real_scalar("T", T), real_scalar("window", window)
+    sim = sim or ContactSim(dyn, anchored=anchored)
+    step = accuracy_step(sim.contact, samples)
+    if dt is not None:
+        dt = real_scalar("dt", dt)
+        step = Step(dt, step.period, round(step.period / dt), f"given; {step.what}")
+    total, nwin = step_count(T, step.dt), step_count(window, step.dt)
+    if not 0 < nwin < total:
+        raise ValueError(f"the {window:g} s window needs a run longer than it; got T {T:g} s")
+    stride = integer("stride", stride, 1) if stride is not None else max(1, (total - nwin) // ROWS)
+    ncoarse = (total - nwin) // stride * stride  # whole strides, so the coarse part ends on a recorded row
+    model = dyn.model
+    q0, qd0 = model.q0(), np.zeros(model.nv)
+    first = sim.run(q0, qd0, ncoarse * step.dt, step.dt, stride=stride, progress=progress)
+    last = sim.run(first.q[-1], first.qd[-1], (total - ncoarse) * step.dt, step.dt, stride=1, t0=first.t[-1],
+                   progress=progress)
+    run = _joined(first, last)
+    gates, notes = _gates(dyn, sim, run, len(first.t) - 1)
+    return Settle(run, len(first.t) - 1, step, gates, notes, sim)
+
+
+def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[list[Gate], list[str]]:
+    model, con = dyn.model, sim.contact
+    mass = float(sum(b.mass for b in model.bodies))
+    g = np.asarray(model.gravity, dtype=float)
+    weight = mass * float(np.linalg.norm(g))
+    mech = mechanics(model, run.q, run.qd)
+    ramp = int(np.searchsorted(run.t, sim.ramp_ground - 1e-12))  # the first row at or after the ramp's end
+    col = run.col
+    win = slice(w0, None)
+    t_win = run.t[-1] - run.t[w0]
+    gates, notes = [], []
+
+    # crush: the band's worst penetration as a fraction of the shoe's thickness (pin into roller, roller into face)
+    crush_depth = min(t.thickness for t in model.tracks if t.thickness is not None)
+    depth = np.maximum(col("pin_depth"), col("face_depth"))
+    k = int(np.argmax(depth))
+    gates.append(below("crush", depth[k] / crush_depth, 1.0, "of the thickness",
+                       f"worst band penetration {depth[k]:.4g} m at t = {run.t[k]:.3g} s against the shoes' "
+                       f"{crush_depth:g} m; pins {col('pin_depth')[0]:.4g} -> {col('pin_depth')[-1]:.4g} m, faces "
+                       f"{col('face_depth')[0]:.4g} -> {col('face_depth')[-1]:.4g} m (start -> end)"))
+
+    # load: the mean vertical ground force over the window, the exact average of every step's, against the weight
+    load = (col("jz")[-1] - col("jz")[w0]) / t_win
+    gates.append(below("load", abs(load - weight) / weight, LOAD_BOUND, "relative",
+                       f"mean vertical ground force {load:.6g} N over the last {t_win:.3g} s against the weight "
+                       f"{weight:.6g} N"))
+
+    # momentum: ΔP (numeric kinematics) against M·g·Δt + ΔJ (the impulse the loop reports applying), after the ramp
+    dt_m = run.t[-1] - run.t[ramp]
+    jf = np.stack([col("jx"), col("jy"), col("jz")], 1)
+    dP, gdt, dJ = mech.momentum[-1] - mech.momentum[ramp], mass * g * dt_m, jf[-1] - jf[ramp]
+    scale = float(np.linalg.norm(gdt) + np.linalg.norm(dJ))
+    resid = float(np.linalg.norm(dP - gdt - dJ))
+    gates.append(below("momentum", resid / scale, MOMENTUM_BOUND, "of the impulse scale",
+                       f"|ΔP − M·g·Δt − ΔJ| {resid:.4g} N·s against |M·g·Δt| + |ΔJ| {scale:.4g} N·s, "
+                       f"t {run.t[ramp]:.3g} -> {run.t[-1]:.3g} s"))
+
+    # energy: the whole budget plus the work dissipated; a loss after the ramp, no step adding much
+    E = (mech.kinetic + mech.potential + col("u_band") + col("u_ground") + col("u_anchor") + col("u_brake")
+         + col("work"))
+    ke_scale = float(mech.kinetic.max())
+    rise = np.diff(E[win])
+    j = int(np.argmax(rise))
+    gates.append(below("energy", rise[j] / ke_scale, ENERGY_STEP_BOUND, "of the KE scale",
+                       f"largest single-step rise {rise[j]:.4g} J at t = {run.t[w0 + j + 1]:.4g} s over the last "
+                       f"{t_win:.3g} s ({len(rise)} steps) against the run's largest kinetic energy "
+                       f"{ke_scale:.4g} J"))
+    net = float(E[-1] - E[ramp])
+    gates.append(below("energy_net", net, 0.0, "J", f"E + dissipated work, t {run.t[ramp]:.3g} -> "
+                       f"{run.t[-1]:.3g} s: {E[ramp]:.8g} -> {E[-1]:.8g} J (must be a loss)"))
+
+    # period2: the ground force's alternation from step to step, over the window's steps
+    F = np.stack([col("fx"), col("fy"), col("fz")], 1)[w0 + 1:]
+    sign = (-1.0) ** np.arange(len(F))
+    alt = sign @ F / len(F)
+    gates.append(below("period2", np.linalg.norm(alt) / weight, PERIOD2_BOUND, "of the weight",
+                       f"|mean((-1)^k F_k)| {np.linalg.norm(alt):.4g} N (vertical {abs(alt[2]):.4g} N) over "
+                       f"{len(F)} steps against the weight {weight:.6g} N"))
+
+    X = dyn.bodies(run.q[-1], run.qd[-1])
+    if con.ground is not None:
+        notes.append(f"ground: ζ {con.ground_zeta(X):.3g} realized at the end ({con.loaded_corners(X)} loaded "
+                     f"corners sharing the {mass:.6g} kg; the damper was sized for ζ {con.law.zeta_ground:g} on "
+                     f"a quarter of the corners), ground depth {col('ground_depth')[-1]:.4g} m")
+    if model.bodies[0].joint == "floating":
+        z = run.q[:, model.qidx[0] + 6]
+        notes.append(f"{model.bodies[0].name}: height {z[0]:.4g} -> {z[-1]:.4g} m, final speed "
+                     f"{float(np.linalg.norm(run.qd[-1, model.vidx[0] + 3:model.vidx[0] + 6])):.3g} m/s")
+    return gates, notes
