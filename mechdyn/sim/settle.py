@@ -66,14 +66,16 @@ def _joined(a: ContactRun, b: ContactRun) -> ContactRun:
 
 
 def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int = 90, anchored: bool = False,
-           stride: int | None = None, progress: bool = False, window: float = WINDOW,
+           stride: int | None = None, progress: bool = False, window: float = WINDOW, scheme: str = "verlet",
            sim: ContactSim | None = None) -> Settle:
     """Settle the model from its design pose at rest for T s at dt (None: accuracy_step's at `samples` per
     contact period) and gate the run: crush, load, momentum, energy (its net change and its single steps),
     period2. `stride`: the coarse part's (None: about ROWS rows); the last `window` s are recorded at stride 1.
-    `anchored`: the ground's anchored friction. `sim`: the ContactSim to step (a test's planted module or
+    `anchored`: the ground's anchored friction. `scheme`: verlet or euler. `sim`: the ContactSim to step (a test's planted module or
     softened model; a new one on dyn by default)."""
     T, window = real_scalar("T", T), real_scalar("window", window)
+    if dyn.model.ground is None:
+        raise ValueError(f"model '{dyn.model.name}' has no ground block: nothing to settle on")
     sim = sim or ContactSim(dyn, anchored=anchored)
     step = accuracy_step(sim.contact, samples)
     if dt is not None:
@@ -84,11 +86,13 @@ def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int 
         raise ValueError(f"the {window:g} s window needs a run longer than it; got T {T:g} s")
     stride = integer("stride", stride, 1) if stride is not None else max(1, (total - nwin) // ROWS)
     ncoarse = (total - nwin) // stride * stride  # whole strides, so the coarse part ends on a recorded row
+    if ncoarse == 0:
+        raise ValueError(f"a stride of {stride} is more than the {total - nwin} steps before the window")
     model = dyn.model
     q0, qd0 = model.q0(), np.zeros(model.nv)
-    first = sim.run(q0, qd0, ncoarse * step.dt, step.dt, stride=stride, progress=progress)
-    last = sim.run(first.q[-1], first.qd[-1], (total - ncoarse) * step.dt, step.dt, stride=1, t0=first.t[-1],
-                   progress=progress)
+    first = sim.run(q0, qd0, ncoarse * step.dt, step.dt, scheme, stride=stride, progress=progress)
+    last = sim.run(first.q[-1], first.qd[-1], (total - ncoarse) * step.dt, step.dt, scheme, stride=1,
+                   t0=first.t[-1], progress=progress)
     run = _joined(first, last)
     gates, notes = _gates(dyn, sim, run, len(first.t) - 1)
     return Settle(run, len(first.t) - 1, step, gates, notes, sim)
@@ -107,13 +111,14 @@ def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[li
     gates, notes = [], []
 
     # crush: the band's worst penetration as a fraction of the shoe's thickness (pin into roller, roller into face)
-    crush_depth = min(t.thickness for t in model.tracks if t.thickness is not None)
+    thick = [t.thickness for t in model.tracks if t.thickness is not None]
+    crush_depth = min(thick) if thick else float("nan")
     depth = np.maximum(col("pin_depth"), col("face_depth"))
     k = int(np.argmax(depth))
-    gates.append(below("crush", depth[k] / crush_depth, 1.0, "of the thickness",
+    gates += [] if not con.bands else [below("crush", depth[k] / crush_depth, 1.0, "of the thickness",
                        f"worst band penetration {depth[k]:.4g} m at t = {run.t[k]:.3g} s against the shoes' "
                        f"{crush_depth:g} m; pins {col('pin_depth')[0]:.4g} -> {col('pin_depth')[-1]:.4g} m, faces "
-                       f"{col('face_depth')[0]:.4g} -> {col('face_depth')[-1]:.4g} m (start -> end)"))
+                       f"{col('face_depth')[0]:.4g} -> {col('face_depth')[-1]:.4g} m (start -> end)")]
 
     # load: the mean vertical ground force over the window, the exact average of every step's, against the weight
     load = (col("jz")[-1] - col("jz")[w0]) / t_win
