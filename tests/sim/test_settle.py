@@ -154,3 +154,37 @@ def test_period2_trips_on_friction_sized_against_too_large_a_mass(dyn, short):
 def test_settle_refuses_a_window_longer_than_the_run(dyn):
     with pytest.raises(ValueError, match="window"):
         settle(dyn, T=0.4)
+
+
+def sim_cli(capsys, *argv: str) -> tuple[int, str]:
+    from mechdyn.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["sim", *argv])
+    out = capsys.readouterr()
+    return e.value.code, out.out + out.err
+
+
+def test_mechdyn_sim_settles_a_tracked_model(dyn, capsys):
+    code, out = sim_cli(capsys, "track_min", "--time", "1")
+    print(out)
+    assert code == 0
+    assert "90 samples per contact period" in out and "the accuracy step" in out
+    for name in ("crush", "load", "momentum", "energy", "energy_net", "period2"):
+        assert f"PASS {name}:" in out
+    assert "real-time factor" in out and "wall in all (real-time factor" in out
+
+
+def test_mechdyn_sim_exits_1_when_a_gate_fails(dyn, capsys):
+    """At 10 samples per contact period the ground force alternates from step to step."""
+    code, out = sim_cli(capsys, "track_min", "--time", "1", "--samples", "10")
+    print(out)
+    assert code == 1 and "FAIL period2:" in out and "not all 6 gates passed" in out
+
+
+@pytest.mark.parametrize("argv, needle", [(("--seed", "1"), "--seed is not available"),
+                                          (("--time", "0.4"), "--time must exceed it"),
+                                          (("--stride", "100000"), "stride of 100000")])
+def test_mechdyn_sim_contact_refuses(dyn, capsys, argv, needle):
+    code, out = sim_cli(capsys, "track_min", *argv)
+    assert code == 2 and needle in out, out
