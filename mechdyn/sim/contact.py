@@ -32,7 +32,7 @@ BRAKE_ZETA = 1.0  # the brake's damping, as a fraction of critical on the sprock
 
 # the columns of step.c's recorded rows (MD_AUX)
 AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
-       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake")
+       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake", "crush")
 STAGES = ("kinematics", "band", "ground", "dynamics", "integration")
 
 
@@ -226,9 +226,9 @@ class ContactSim:
         out = np.zeros(len(AUX))
         out[7:13] = self.impulse
         ffi = self.ffi
-        d = np.zeros(4)
+        d = np.zeros(5)
         self.lib.md_band_depth(con._bands_c, len(con.bands), ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", d))
-        out[13:17] = d
+        out[13:17], out[23] = d[:4], d[4]
         if con.ground is not None:
             g = np.zeros(2)
             self.lib.md_ground_depth(con._ground_c, ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", g))
