@@ -110,15 +110,14 @@ def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[li
     t_win = run.t[-1] - run.t[w0]
     gates, notes = [], []
 
-    # crush: the band's worst penetration as a fraction of the shoe's thickness (pin into roller, roller into face)
-    thick = [t.thickness for t in model.tracks if t.thickness is not None]
-    crush_depth = min(thick) if thick else float("nan")
-    depth = np.maximum(col("pin_depth"), col("face_depth"))
-    k = int(np.argmax(depth))
-    gates += [] if not con.bands else [below("crush", depth[k] / crush_depth, 1.0, "of the thickness",
-                       f"worst band penetration {depth[k]:.4g} m at t = {run.t[k]:.3g} s against the shoes' "
-                       f"{crush_depth:g} m; pins {col('pin_depth')[0]:.4g} -> {col('pin_depth')[-1]:.4g} m, faces "
-                       f"{col('face_depth')[0]:.4g} -> {col('face_depth')[-1]:.4g} m (start -> end)")]
+    # crush: the band's worst penetration as a fraction of its roller's crush depth (md_band_depth)
+    crush = col("crush")
+    k = int(np.argmax(crush))
+    gates += [] if not con.bands else [below(
+        "crush", crush[k], 1.0, "of the crush depth",
+        f"worst at t = {run.t[k]:.3g} s; pins {col('pin_depth')[0]:.4g} -> {col('pin_depth')[-1]:.4g} m (deepest "
+        f"{col('pin_depth').max():.4g} m), faces {col('face_depth')[0]:.4g} -> {col('face_depth')[-1]:.4g} m "
+        f"(deepest {col('face_depth').max():.4g} m), start -> end")]
 
     # load: the mean vertical ground force over the window, the exact average of every step's, against the weight
     load = (col("jz")[-1] - col("jz")[w0]) / t_win
