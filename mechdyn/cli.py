@@ -218,9 +218,9 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
         if given:
             raise InputError(f"sim: {flag} is not available for a model with contact: the settle starts from the "
                              "design pose at rest" + (", and writes no trace yet" if flag == "--trace" else ""))
-    if T <= WINDOW:
-        raise InputError(f"sim: the settle records its last {WINDOW:g} s at every step; --time must exceed it, "
-                         f"got {T:g}")
+    if T <= 2 * WINDOW:
+        raise InputError(f"sim: the settle records its first and last {WINDOW:g} s at every step; --time must "
+                         f"exceed {2 * WINDOW:g} s, got {T:g}")
     dyn = Dynamics(model, progress=True)
     t_load = time.perf_counter()
     try:
