@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -415,23 +416,24 @@ def parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_export)
     s = sub.add_parser("sim", help="simulate a model in C and summarize the run (a tracked model: settle and gate it)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Step the generated dynamics in C from the design pose at rest (or a seeded "
-                       "random state), report steps, the energy drift (the largest change over the recorded rows of "
-                       "kinetic + gravitational + spring energy plus the work the dampers dissipated, integrated in "
-                       "C at every step, so the stride does not change it) and the loop closure error for loop "
-                       "models; then the stepping time with its real-time factor, and the whole command's wall "
-                       "time split into start-up, load/compile, stepping and post-processing. Inputs are held at "
-                       "zero. Exit status 1, with the step and time, if the state goes non-finite (no trace is "
-                       "written then).\n\n"
-                       "A model with contact (a band or a ground) is settled instead: from the design pose at rest, "
-                       "the ground's gains ramped in over 0.02 s, --time s (default 4) on its ground at the step "
-                       "chosen by accuracy (--samples per contact period, default 90; --dt overrides), the contact "
-                       "in the C loop, the last 0.5 s recorded at every step. Each gate is printed with its figure "
-                       "(crush, load, momentum, energy, energy_net, period2: docs/simulation.md \"The settle\"), "
-                       "then the stepping time and the real-time factors of the stepping loop alone and of the "
-                       "whole command. Exit status 1 if a gate fails.\n\n"
-                       "examples:\n  mechdyn sim satellite --time 1 --dt 1e-3 --trace s.csv\n"
-                       "  mechdyn sim m113                 # the 4 s settle and its gates\n"
+                       description="\n\n".join(textwrap.fill(p, 79) for p in (
+                           "Step the generated dynamics in C from the design pose at rest (or a seeded random "
+                           "state), report steps, the energy drift (the largest change over the recorded rows of "
+                           "kinetic + gravitational + spring energy plus the work the dampers dissipated, integrated "
+                           "in C at every step, so the stride does not change it) and the loop closure error for "
+                           "loop models; then the stepping time with its real-time factor, and the whole command's "
+                           "wall time split into start-up, load/compile, stepping and post-processing. Inputs are "
+                           "held at zero. Exit status 1, with the step and time, if the state goes non-finite (no "
+                           "trace is written then).",
+                           "A model with contact (a band or a ground) is settled instead: from the design pose at "
+                           "rest, the ground's gains ramped in over 0.02 s, --time s (default 4) on its ground at "
+                           "the step chosen by accuracy (--samples per contact period, default 90; --dt overrides), "
+                           "the contact in the C loop, the first and last 0.5 s recorded at every step. Each gate is "
+                           "printed with its figure (crush, load, momentum, energy, energy_net, period2: "
+                           "docs/simulation.md \"The settle\"), then the stepping time and the real-time factors of "
+                           "the stepping loop alone and of the whole command. Exit status 1 if a gate fails.")),
+                       epilog="examples:\n  mechdyn sim satellite --time 1 --dt 1e-3 --trace s.csv\n"
+                       "  mechdyn sim m113                    # the 4 s settle and its gates\n"
                        "  mechdyn sim track_min --samples 180 --time 2")
     s.add_argument("model", help="a model name in models/ or a path to a .mech file")
     s.add_argument("--time", type=positive_float, help="simulated time in s (default 1; with contact, 4)")
