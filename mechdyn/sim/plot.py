@@ -11,9 +11,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Circle  # noqa: E402
 
-from .trace import Trace, TraceBand, trace_bands  # noqa: E402
+from .trace import Trace, TraceBand, meta_floats, trace_bands  # noqa: E402
 
-ROLLER_COLOURS = {"drive": "tab:red", "end": "tab:blue", "face": "tab:green"}
+ROLLERS = {"drive": ("tab:red", "drive pulley"), "end": ("tab:blue", "end pulley"),
+           "face": ("tab:green", "road wheel (on the faces)")}  # colour, legend
 
 
 class PlotRequestError(ValueError):
@@ -21,6 +22,7 @@ class PlotRequestError(ValueError):
 
 
 def _save(fig, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -120,7 +122,9 @@ def _band(tr: Trace, name: str | None) -> TraceBand:
 def contact_columns(tr: Trace, band: TraceBand) -> list[str]:
     """The columns plot_contact_trace reads: the histories', and the world positions of the band's shoes and
     rollers."""
-    return ["t", f"z:{tr.meta.get('hull', '?')}", "pitch", "fz", "pin_depth", "pins", "face_depth", "faces",
+    if "hull" not in tr.meta:
+        raise ValueError("the contact trace's preamble has no 'hull' line (the vehicle's root body)")
+    return ["t", f"z:{tr.meta['hull']}", "pitch", "fz", "pin_depth", "pins", "face_depth", "faces",
             "ground_depth", "corners", "kinetic", "potential", "u_band", "u_ground", "u_anchor", "u_brake", "energy",
             "work", *(f"{c}:{n}" for n in (*band.shoes, *(r.name for r in band.rollers)) for c in "xyz")]
 
@@ -143,7 +147,7 @@ def _terrain_line(tr: Trace, band: TraceBand, x: np.ndarray, y: float) -> np.nda
     """Terrain heights at x along the band's plane y: the plane's trace, or the sampled profile."""
     kind = tr.meta.get("terrain", "none")
     if kind == "plane":
-        nx, ny, nz, d = (float(v) for v in tr.meta["terrain.params"].split())
+        nx, ny, nz, d = meta_floats(tr.meta, "terrain.params", 4)
         return (d - nx * x - ny * y) / nz
     if band.profile is not None:
         return np.interp(x, *band.profile)
@@ -156,7 +160,7 @@ def _pads(b: TraceBand, loop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     chord = np.diff(loop, axis=0)
     length = np.linalg.norm(chord, axis=1, keepdims=True)
     ux = chord / np.where(length > 0, length, 1.0)
-    # shoe z = x × y with x = (ux, 0, uz) the chord and y the pin axis: its x-z part is y_y·(−uz, ux)
+    # shoe z = x × y, x = (a, 0, c) the chord's direction, y the pin axis: its x-z part is y_y·(−c, a)
     normal = b.pin_axis[1] * np.column_stack([-ux[:, 1], ux[:, 0]])
     z, lx, _ = b.pad
     centre = loop[:-1] + 0.5 * b.link_len * ux + z * normal
@@ -195,10 +199,10 @@ def side_view(tr: Trace, outdir: Path, at: list[float] | None = None, band: str 
             ax.plot(grid, g, color="saddlebrown", lw=1.0, label="terrain")
         ax.plot(loop[:, 0], loop[:, 1], "-", color="0.25", lw=1.0, marker="o", ms=1.5, label="shoes, pin to pin")
         if all(np.isfinite(b.pad)):
-            ax.plot(*_pads(b, loop), color="0.1", lw=2.0, solid_capstyle="butt", label="pads")
+            ax.plot(*_pads(b, loop), color="0.1", lw=2.0, solid_capstyle="butt", label="pads' ground faces")
         for r in b.rollers:
             ax.add_patch(Circle((df[f"x:{r.name}"].iloc[i], df[f"z:{r.name}"].iloc[i]), r.radius, fill=False,
-                                color=ROLLER_COLOURS[r.kind], lw=1.2, label=f"{r.kind} roller"))
+                                color=ROLLERS[r.kind][0], lw=1.2, label=ROLLERS[r.kind][1]))
         ax.set_xlim(x0, x1)
         ax.set_ylim(z0, z1)
         ax.set_aspect("equal")
@@ -216,7 +220,7 @@ def history(tr: Trace, outdir: Path) -> Path:
     """A contact run's time histories: hull height and pitch; the vertical ground force against the weight; the
     band's and the ground's penetrations with their loaded counts; the energy terms."""
     df, t = tr.data, tr.data["t"].to_numpy()
-    hull, weight = tr.meta.get("hull", "?"), float(tr.meta.get("weight", "nan"))
+    hull, (weight,) = tr.meta["hull"], meta_floats(tr.meta, "weight", 1)
     fig, axes = plt.subplots(4, 1, figsize=(9, 10), sharex=True)
     a = axes[0]
     a.plot(t, df[f"z:{hull}"], color="tab:blue")
@@ -265,5 +269,7 @@ def plot_contact_trace(tr: Trace, outdir: Path, at: list[float] | None = None, b
     b = _band(tr, band)
     _require(tr, contact_columns(tr, b))
     rows_at(tr.data["t"].to_numpy(), at)
-    outdir.mkdir(parents=True, exist_ok=True)
+    meta_floats(tr.meta, "weight", 1)
+    if tr.meta.get("terrain") == "plane":
+        meta_floats(tr.meta, "terrain.params", 4)
     return [history(tr, outdir), side_view(tr, outdir, at, b.name)]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from mechdyn.cliutil import atomic_write
 from mechdyn.core.model import Model, Roller
@@ -86,7 +87,7 @@ class TraceBand:
     profile: tuple[np.ndarray, np.ndarray] | None  # (x, h) under the band, for a terrain that is not a plane
 
 
-def _floats(meta: dict[str, str], key: str, n: int | None = None) -> list[float]:
+def meta_floats(meta: dict[str, str], key: str, n: int | None = None) -> list[float]:
     """The preamble value `key` as floats (n of them when given); ValueError naming the key otherwise."""
     if key not in meta:
         raise ValueError(f"the trace's preamble has no '{key}' line")
@@ -99,6 +100,14 @@ def _floats(meta: dict[str, str], key: str, n: int | None = None) -> list[float]
     return out
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def trace_bands(tr: Trace) -> list[TraceBand]:
     """The bands of a contact trace's preamble; ValueError naming the first line missing or malformed."""
     out = []
@@ -107,20 +116,23 @@ def trace_bands(tr: Trace) -> list[TraceBand]:
         rollers = []
         for part in tr.meta.get(f"{key}.rollers", "").split(","):
             words = part.split()
-            if len(words) != 3 or words[2] not in ("end", "drive", "face"):
+            if len(words) != 3 or words[2] not in ("end", "drive", "face") or not _is_number(words[1]):
                 raise ValueError(f"the trace's preamble line '{key}.rollers' has {part.strip()!r}; expected "
                                  "'NAME RADIUS end|drive|face' items separated by commas")
             rollers.append(TraceRoller(words[0], float(words[1]), words[2]))
         profile = None
         if f"{key}.profile.x" in tr.meta:
-            x, h = np.array(_floats(tr.meta, f"{key}.profile.x")), np.array(_floats(tr.meta, f"{key}.profile.h"))
+            x, h = np.array(meta_floats(tr.meta, f"{key}.profile.x")), np.array(meta_floats(tr.meta, f"{key}.profile.h"))
             if len(x) != len(h):
                 raise ValueError(f"the trace's terrain profile under band '{name}' has {len(x)} x and {len(h)} h")
             profile = (x, h)
-        out.append(TraceBand(name, tuple(tr.meta.get(f"{key}.shoes", "").split()), tuple(rollers),
-                             _floats(tr.meta, f"{key}.link_len", 1)[0], tuple(_floats(tr.meta, f"{key}.pad", 3)),
-                             _floats(tr.meta, f"{key}.thickness", 1)[0],
-                             tuple(_floats(tr.meta, f"{key}.pin_axis", 3)), profile))
+        shoes = tuple(tr.meta.get(f"{key}.shoes", "").split())
+        if not shoes:
+            raise ValueError(f"the trace's preamble has no shoes for band '{name}'; expected a '{key}.shoes: NAME ...' line")
+        out.append(TraceBand(name, shoes, tuple(rollers),
+                             meta_floats(tr.meta, f"{key}.link_len", 1)[0], tuple(meta_floats(tr.meta, f"{key}.pad", 3)),
+                             meta_floats(tr.meta, f"{key}.thickness", 1)[0],
+                             tuple(meta_floats(tr.meta, f"{key}.pin_axis", 3)), profile))
     return out
 
 
@@ -207,12 +219,13 @@ def _terrain_meta(sim: ContactSim, run: ContactRun, X: np.ndarray) -> dict[str, 
 
 
 def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = None,
-                        meta: dict[str, str] | None = None) -> tuple[dict[str, str], pd.DataFrame]:
+                        meta: dict[str, str] | None = None, progress: bool = False) -> tuple[dict[str, str], pd.DataFrame]:
     """The preamble and columns of a contact run's trace (write_contact_trace writes them).
 
     The run's own rows (its stride: about 2000 rows is the caller's choice of stride). `step`: how dt was chosen
     (accuracy_step's), printed with it; without it the preamble gives dt as samples of the shortest contact period.
-    `meta`: more preamble lines."""
+    `meta`: more preamble lines. `progress`: a bar over the rows' energy on a terminal (the numeric kinematics'
+    route costs most of the writing)."""
     dyn, model = sim.dyn, sim.dyn.model
     if run.q.shape[1:] != (dyn.nq,) or run.aux.shape[1:] != (len(AUX),):
         raise ValueError(f"the run has q of shape {run.q.shape} and aux {run.aux.shape}; expected (n, {dyn.nq}) "
@@ -226,7 +239,9 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
     rpy = roll_pitch_yaw(X[:, hull, :9].reshape(-1, 3, 3))
     cols |= {"roll": rpy[:, 0], "pitch": rpy[:, 1], "yaw": rpy[:, 2]}
     cols |= {name: run.aux[:, k] for k, name in enumerate(AUX)}
-    terms = np.array([energy_terms(model, q, qd)[:2] for q, qd in zip(run.q, run.qd)])
+    rows = tqdm(zip(run.q, run.qd), total=len(run.t), desc=f"trace energy {model.name}", unit="row", leave=False,
+                disable=None if progress else True)
+    terms = np.array([energy_terms(model, q, qd)[:2] for q, qd in rows])
     cols["kinetic"], cols["potential"] = terms[:, 0], terms[:, 1]
     stored = ("u_band", "u_ground", "u_anchor", "u_brake")
     cols["energy"] = terms.sum(axis=1) + sum(cols[c] for c in stored)
@@ -262,8 +277,8 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
 
 
 def write_contact_trace(path: Path, sim: ContactSim, run: ContactRun, step: Step | None = None,
-                        meta: dict[str, str] | None = None) -> None:
+                        meta: dict[str, str] | None = None, progress: bool = False) -> None:
     """Write a contact run's trace atomically (contact_trace_frame's preamble and columns)."""
-    head, df = contact_trace_frame(sim, run, step, meta)
+    head, df = contact_trace_frame(sim, run, step, meta, progress)
     preamble = "# mechdyn trace\n" + "".join(f"# {k}: {v}\n" for k, v in head.items())
     atomic_write(path, preamble + df.to_csv(index=False))  # pandas writes the shortest text that reads back exactly

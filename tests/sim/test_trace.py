@@ -2,6 +2,7 @@
 back column by column against the run, its preamble against the model, and the side view drawn and refused."""
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -189,3 +190,19 @@ def test_plot_command(traced, tmp_path, capsys):
     assert err.startswith(f"{path}: the trace has no band 'left'") and "not a mechdyn trace" not in err
     assert run_cli(mechdyn_main, ["plot", str(path), "--at", "0,x"]) == 2
     assert "expected times in s separated by commas" in capsys.readouterr().err
+
+
+def test_a_damaged_preamble_is_an_input_error(traced, tmp_path, capsys):
+    """A planted error: the trace lost its band's pad line, or a roller's radius is text. The plot says which
+    line, exit 2, nothing drawn."""
+    _, _, _, path, _ = traced
+    text = path.read_text()
+    for bad, needle in ((r"# band.band.pad: [^\n]*\n", "no 'band.band.pad' line"),
+                        (r"sprocket 0.172 drive", "has 'sprocket x drive'")):
+        damaged = tmp_path / "damaged.csv"
+        damaged.write_text(re.sub(bad, "" if "pad" in bad else "sprocket x drive", text, count=1))
+        assert damaged.read_text() != text
+        assert run_cli(mechdyn_main, ["plot", str(damaged), "-o", str(tmp_path / "png")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"{damaged}: not a mechdyn trace: ") and needle in err, err
+        assert not (tmp_path / "png").exists()
