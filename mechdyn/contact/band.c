@@ -14,6 +14,7 @@ typedef struct {
     double theta0;  /* pocket phase (MD_PIN_TOOTH) */
     double y0;      /* the band plane's offset along the axle (pins) */
     double m_pair;  /* the pair's reduced mass, for the implicit friction */
+    double crush;   /* the penetration that presses the roller's rim onto the pins (0: not known) */
 } md_roller;
 
 typedef struct {
@@ -266,10 +267,12 @@ double md_band_fext(const md_band *bands, int nband, const double *X, double dt,
 
 /* How deep the band is pressed into its rollers at X: out[0] the deepest pin inside an end roller's radius
  * (m, 0 when none is) and out[1] how many are; out[2] the deepest road wheel into a face it weighs on and
- * out[3] how many such pairs there are. The same depths as the laws', for the traces and the settle's gate. */
+ * out[3] how many such pairs there are; out[4] the largest penetration as a fraction of its roller's crush
+ * depth (>= 1: the band is crushed onto its pins). The same depths as the laws', for the traces and the
+ * settle's gate. */
 void md_band_depth(const md_band *bands, int nband, const double *X, double *out)
 {
-    out[0] = out[1] = out[2] = out[3] = 0.0;
+    out[0] = out[1] = out[2] = out[3] = out[4] = 0.0;
     for (int b = 0; b < nband; ++b) {
         const md_band *band = bands + b;
         for (int i = 0; i < band->nroller; ++i) {
@@ -293,6 +296,7 @@ void md_band_depth(const md_band *bands, int nband, const double *X, double *out
                 if (!(delta > 0.0)) continue;
                 if (delta > out[k]) out[k] = delta;
                 out[k + 1] += 1.0;
+                if (r->crush > 0.0 && delta / r->crush > out[4]) out[4] = delta / r->crush;
             }
         }
     }

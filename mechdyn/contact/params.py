@@ -9,7 +9,7 @@ import numpy as np
 
 from mechdyn.core.errors import MechError
 from mechdyn.core.kinematics import forward_kinematics
-from mechdyn.core.model import Body, Model, Track
+from mechdyn.core.model import Body, Model, Roller, Track
 
 from .law import ContactLaw
 
@@ -27,6 +27,7 @@ class RollerParams:
     y0: float  # m, the band plane along the axle
     m_pair: float  # kg
     pins: int  # pins on the wrap at the design pose (pin rollers), 1 for a face
+    crush: float  # m: the penetration at which the band is crushed onto its pins here (0: not known)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,15 @@ def _require_fext(model: Model, t: Track) -> None:
                                    "expected 'fext 1' (the default)")
 
 
+def _crush(t: Track, r: Roller) -> float:
+    """How deep roller r can press into the band before its rim reaches the pins: to a declared `root` (a
+    sprocket's tooth pocket bottom), else the shoe's `thickness` (the running face to the pin axis); 0 when
+    the model says neither."""
+    if r.root > 0.0:
+        return float(r.radius - r.root)
+    return float(t.thickness) if t.thickness else 0.0
+
+
 def band_params(model: Model, law: ContactLaw) -> tuple[BandParams, ...]:
     """Each track block's band law (docs/contact.md, "The band")."""
     if not model.tracks:
@@ -106,7 +116,7 @@ def band_params(model: Model, law: ContactLaw) -> tuple[BandParams, ...]:
             m_rim = 1.0 / (1.0 / b.mass + r.radius**2 / _axle_inertia(b))
             if not r.end:
                 rollers.append(RollerParams(r.body, FACE, r.radius, 0.0, 0.0, 0.0,
-                                            1.0 / (1.0 / t.mass + 1.0 / m_rim), 1))
+                                            1.0 / (1.0 / t.mass + 1.0 / m_rim), 1, _crush(t, r)))
                 continue
             d = np.einsum("ji,sj->si", kin.R[r.body], kin.p[shoes] - kin.p[r.body])  # pins in the roller frame
             rho = np.hypot(d[:, 0], d[:, 2])
@@ -115,7 +125,7 @@ def band_params(model: Model, law: ContactLaw) -> tuple[BandParams, ...]:
             rollers.append(RollerParams(
                 r.body, PIN_TOOTH if r.teeth > 0 else PIN_FRICTION, r.radius, float(r.teeth),
                 float(math.atan2(d[near, 2], d[near, 0])) if r.teeth > 0 else 0.0, float(d[0, 1]),
-                1.0 / (1.0 / t.mass + pins / m_rim), pins))
+                1.0 / (1.0 / t.mass + pins / m_rim), pins, _crush(t, r)))
         face_z = float(t.pad[0] + t.thickness) if faces else 0.0
         out.append(BandParams(t, t.first_shoe, t.shoes, L, face_z, law.face_fade * L, float(t.kn), cn, float(t.kn),
                               float(t.mu), tuple(rollers)))

@@ -61,7 +61,7 @@ class Contact:
             rollers = ffi.new("md_roller[]", len(b.rollers))
             for rc, r in zip(rollers, b.rollers):
                 rc.body, rc.kind, rc.radius, rc.teeth = r.body, r.kind, r.radius, r.teeth
-                rc.theta0, rc.y0, rc.m_pair = r.theta0, r.y0, r.m_pair
+                rc.theta0, rc.y0, rc.m_pair, rc.crush = r.theta0, r.y0, r.m_pair, r.crush
             self._keep.append(rollers)
             c.first_shoe, c.nshoe, c.nroller, c.rollers = b.first_shoe, b.nshoe, len(b.rollers), rollers
             c.link_len, c.face_z, c.face_fade = b.link_len, b.face_z, b.face_fade

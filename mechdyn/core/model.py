@@ -129,6 +129,7 @@ class Roller:
     end: bool
     drive: bool
     teeth: int  # 0 when not given
+    root: float = 0.0  # m: the radius a pin bottoms out at (a sprocket's tooth root); 0 when not given
     line: int = 0  # line of the `roller` statement, for messages
 
 

@@ -234,21 +234,31 @@ def _inertia(f: list[str], w: _Where) -> np.ndarray:
     return _frozen(tensor)
 
 
-def _roller(f: list[str], w: _Where) -> tuple[str, float, bool, bool, int]:
+_ROLLER_FORM = "'roller BODY RADIUS [end] [drive] [teeth N] [root R]'"
+
+
+def _roller(f: list[str], w: _Where) -> tuple[str, float, bool, bool, int, float]:
     body = _name(f, w)
     radius = _positive(LENGTH)(f[1:2], w)
-    opts, seen, teeth = f[2:], set(), 0
+    opts, seen, teeth, root = f[2:], set(), 0, 0.0
     i = 0
     while i < len(opts):
         opt = opts[i]
-        if opt in seen or opt not in ("end", "drive", "teeth") or (opt == "teeth" and i + 1 == len(opts)):
-            raise _Invalid(f"unexpected '{opt}' in {w}; expected 'roller BODY RADIUS [end] [drive] [teeth N]'")
+        takes = opt in ("teeth", "root")
+        if opt in seen or opt not in ("end", "drive", "teeth", "root") or (takes and i + 1 == len(opts)):
+            raise _Invalid(f"unexpected '{opt}' in {w}; expected {_ROLLER_FORM}")
         seen.add(opt)
         if opt == "teeth":
             i += 1
             teeth = _TEETH(opts[i : i + 1], w)
+        elif opt == "root":
+            i += 1
+            root = _positive(LENGTH)(opts[i : i + 1], w)
+            if not root < radius:
+                raise _Invalid(f"{w} has root {root:g} >= its radius {radius:g}; expected the radius a pin "
+                               "bottoms out at, inside the roller's radius")
         i += 1
-    return body, radius, "end" in seen, "drive" in seen, teeth
+    return body, radius, "end" in seen, "drive" in seen, teeth, root
 
 
 _TERRAINS = {"plane": "plane nx ny nz d", "sine": "sine z0 amp wx wy", "grid": "grid x0 y0 dx dy"}
@@ -358,7 +368,7 @@ _TRACK = {
     "cg": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
     "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
     "fext": _Key("0|1", (1,), _bit, default=True),
-    "roller": _Key("BODY RADIUS [end] [drive] [teeth N]", (2, 3, 4, 5, 6), _roller, repeat=True),
+    "roller": _Key("BODY RADIUS [end] [drive] [teeth N] [root R]", (2, 3, 4, 5, 6, 7, 8), _roller, repeat=True),
     "pad": _Key("z lx ly", (3,), _POSITION),
     "thickness": _Key("t", (1,), _nonneg(LENGTH)),
     "kn": _Key("kn", (1,), _positive(STIFFNESS)),
@@ -660,8 +670,8 @@ class _Builder:
         root = self.body_ref(v["root"], s.at("root"), f"'root' in {s.label}", allow_base=False)
         rollers = tuple(
             Roller(body=self.body_ref(b, ln, f"'roller' in {s.label}", allow_base=False),
-                   radius=r, end=end, drive=drive, teeth=teeth, line=ln)
-            for (b, r, end, drive, teeth), ln in v["roller"]
+                   radius=r, end=end, drive=drive, teeth=teeth, root=root, line=ln)
+            for (b, r, end, drive, teeth, root), ln in v["roller"]
         )
         n_end = sum(r.end for r in rollers)
         if n_end < 2:

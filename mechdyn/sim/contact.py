@@ -32,7 +32,7 @@ BRAKE_ZETA = 1.0  # the brake's damping, as a fraction of critical on the sprock
 
 # the columns of step.c's recorded rows (MD_AUX)
 AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
-       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake")
+       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake", "crush")
 STAGES = ("kinematics", "band", "ground", "dynamics", "integration")
 
 
@@ -189,7 +189,8 @@ class ContactSim:
         Q, QD, A = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros((nrec + 1, len(AUX)))
         Q[0], QD[0] = q, qd
         A[0] = self.metrics(q, qd)
-        qdd_prev = np.zeros(dyn.nv)
+        qdd_prev = self._first_qdd(q, qd, tau_s[0], None if act_s is None else act_s[0], dt, t0) if self.predictor \
+            else np.zeros(dyn.nv)
         work, done_c, timers = np.zeros(1), self.ffi.new("long *"), np.zeros(len(STAGES))
         sc, keep = self._scene()
         ffi = self.ffi
@@ -216,6 +217,21 @@ class ContactSim:
         del keep
         return self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
 
+    def _first_qdd(self, q, qd, tau, act, dt, t0) -> np.ndarray:
+        """qdd at the start, with the contact there (ramped as the loop ramps it, the anchors left untouched, the
+        brakes on): Verlet's first predictor, as simulate starts fwd_dyn_sim's."""
+        con, X = self.contact, self.dyn.bodies(q, qd)
+        ramp = lambda r: r > 0 and t0 < r and t0 / r or 1.0  # noqa: E731  (step.c sim_ramp)
+        fext = ramp(self.ramp_band) * con.band_fext(X, dt)
+        if con.ground is not None:
+            anchors = None if self.anchors is None else self.anchors.copy()
+            fext += ramp(self.ramp_ground) * con.ground_fext(X, dt, anchors)
+        tau = np.array(tau, dtype=float)
+        for b in self.brakes:
+            iq, iv = self.dyn.model.qidx[b.body], self.dyn.model.vidx[b.body]
+            tau[iv] -= b.k * (q[iq] - b.q0) + b.c * qd[iv]
+        return self.dyn.forward(q, qd, tau, fext, act)
+
     def _result(self, rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed) -> ContactRun:
         return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], A[:rec],
                           seconds, dict(zip(STAGES, timers.tolist())) if timed else {})
@@ -226,9 +242,9 @@ class ContactSim:
         out = np.zeros(len(AUX))
         out[7:13] = self.impulse
         ffi = self.ffi
-        d = np.zeros(4)
+        d = np.zeros(5)
         self.lib.md_band_depth(con._bands_c, len(con.bands), ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", d))
-        out[13:17] = d
+        out[13:17], out[23] = d[:4], d[4]
         if con.ground is not None:
             g = np.zeros(2)
             self.lib.md_ground_depth(con._ground_c, ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", g))

@@ -38,10 +38,11 @@ typedef struct {
     double *tau, *qdd, *qdm;    /* workspaces: nv each */
 } md_scene;
 
-enum { MD_AUX = 23 };  /* doubles per recorded row of aux, in this order: */
+enum { MD_AUX = 24 };  /* doubles per recorded row of aux, in this order: */
 /* work, ground wrench (6: moment about the world origin, force; the step's, as applied), ground impulse (6, since
  * the call's start plus *impulse's), pin depth, pins, face depth, faces, ground depth, corners (md_band_depth,
- * md_ground_depth), band potential, ground potential, anchor springs, brake springs (J) */
+ * md_ground_depth), band potential, ground potential, anchor springs, brake springs (J), crush (md_band_depth's
+ * fraction of the crush depth) */
 
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
@@ -139,7 +140,10 @@ static void sim_record(const md_plant *m, const md_scene *sc, const double *q, c
     m->bodies(q, qd, sc->X);
     aux[0] = w;
     for (int k = 0; k < 6; ++k) aux[1 + k] = W[k], aux[7 + k] = J[k];
-    md_band_depth(sc->bands, sc->nband, sc->X, aux + 13);
+    double depth[5];
+    md_band_depth(sc->bands, sc->nband, sc->X, depth);
+    for (int k = 0; k < 4; ++k) aux[13 + k] = depth[k];
+    aux[23] = depth[4];
     aux[17] = aux[18] = aux[19] = aux[20] = aux[21] = 0.0;
     /* the potentials, from the producers at dt 0 into the scratch fext (their forces are not used) */
     memset(sc->fext, 0, sizeof(double) * 6 * m->nbody);

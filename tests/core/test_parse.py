@@ -183,7 +183,7 @@ track left
   cg 0 0 0.01
   inertia 0.01 0.02 0.02 0 0 0
   fext 0
-  roller wheel 0.3 end drive teeth 12
+  roller wheel 0.3 end drive teeth 12 root 0.25
   roller wheel2 0.3 end
   roller chassis 0.1
   pad -0.02 0.1 0.3
@@ -263,8 +263,8 @@ def test_full_model_track_and_ground():
     (t,) = m.tracks
     assert (t.name, t.root, t.plane, t.shoes, t.pitch, t.mass, t.fext) == ("left", 0, "xz", 40, 0.15, 2, False)
     assert t.cg.tolist() == [0, 0, 0.01] and t.inertia.tolist() == [[0.01, 0, 0], [0, 0.02, 0], [0, 0, 0.02]]
-    assert [(r.body, r.radius, r.end, r.drive, r.teeth) for r in t.rollers] == [
-        (1, 0.3, True, True, 12), (2, 0.3, True, False, 0), (0, 0.1, False, False, 0)]
+    assert [(r.body, r.radius, r.end, r.drive, r.teeth, r.root) for r in t.rollers] == [
+        (1, 0.3, True, True, 12, 0.25), (2, 0.3, True, False, 0, 0.0), (0, 0.1, False, False, 0, 0.0)]
     assert t.pad.tolist() == [-0.02, 0.1, 0.3] and (t.thickness, t.kn, t.kt, t.mu) == (0.01, 1e6, 5e5, 0.8)
     g = m.ground
     assert (g.terrain, g.kn, g.kt, g.mu) == ("plane", 1e5, None, 0.7)
@@ -571,7 +571,14 @@ ERRORS = {
                             "unexpected 'teeth' in 'roller' in track 't'"),
     "track roller option": (BODY_A + track("  roller a 1 ends  # <-\n"),
                             "unexpected 'ends' in 'roller' in track 't'; "
-                            "expected 'roller BODY RADIUS [end] [drive] [teeth N]'"),
+                            "expected 'roller BODY RADIUS [end] [drive] [teeth N] [root R]'"),
+    "track roller root": (BODY_A + track("  roller a 0.3 end drive root 0.3  # <-\n"),
+                          "'roller' in track 't' has root 0.3 >= its radius 0.3; expected the radius a pin "
+                          "bottoms out at"),
+    "track roller root missing": (BODY_A + track("  roller a 0.3 end root  # <-\n"),
+                                  "unexpected 'root' in 'roller' in track 't'"),
+    "track roller root negative": (BODY_A + track("  roller a 0.3 end root -0.1  # <-\n"),
+                                   "expected a number > 0"),
     "track roller repeated option": (BODY_A + track("  roller a 1 end end  # <-\n"), "unexpected 'end'"),
     "track roller radius": (BODY_A + track("  roller a 0 end  # <-\n"),
                             "'roller' in track 't' is 0; expected a number > 0"),
