@@ -125,8 +125,8 @@ def contact_columns(tr: Trace, band: TraceBand) -> list[str]:
     if "hull" not in tr.meta:
         raise ValueError("the contact trace's preamble has no 'hull' line (the vehicle's root body)")
     return ["t", f"z:{tr.meta['hull']}", "pitch", "fz", "pin_depth", "pins", "face_depth", "faces",
-            "ground_depth", "corners", "kinetic", "potential", "u_band", "u_ground", "u_anchor", "u_brake", "energy",
-            "work", *(f"{c}:{n}" for n in (*band.shoes, *(r.name for r in band.rollers)) for c in "xyz")]
+            "ground_depth", "corners", "crush", "kinetic", "potential", "u_band", "u_ground", "u_anchor", "u_brake",
+            "energy", "work", *(f"{c}:{n}" for n in (*band.shoes, *(r.name for r in band.rollers)) for c in "xyz")]
 
 
 def rows_at(t: np.ndarray, at: list[float] | None) -> list[int]:
@@ -245,7 +245,9 @@ def history(tr: Trace, outdir: Path) -> Path:
     a.set_ylabel("worst penetration (mm)")
     tw.set_ylabel("loaded (count, dotted)")
     a.legend(fontsize=7, loc="upper right")
-    a.set_title("penetrations and their loaded counts", fontsize=9)
+    crush = df["crush"].to_numpy()
+    a.set_title(f"penetrations and their loaded counts; the band at worst {crush.max():.3g} of its crush depth "
+                f"(t = {t[int(np.argmax(crush))]:.3g} s; 1: crushed onto its pins)", fontsize=9)
     a = axes[3]
     E, V = df["energy"].to_numpy(), df["potential"].to_numpy()
     contact = sum(df[c].to_numpy() for c in ("u_band", "u_ground", "u_anchor", "u_brake"))

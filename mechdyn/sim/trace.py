@@ -122,15 +122,17 @@ def trace_bands(tr: Trace) -> list[TraceBand]:
             rollers.append(TraceRoller(words[0], float(words[1]), words[2]))
         profile = None
         if f"{key}.profile.x" in tr.meta:
-            x, h = np.array(meta_floats(tr.meta, f"{key}.profile.x")), np.array(meta_floats(tr.meta, f"{key}.profile.h"))
+            x, h = (np.array(meta_floats(tr.meta, f"{key}.profile.{c}")) for c in "xh")
             if len(x) != len(h):
                 raise ValueError(f"the trace's terrain profile under band '{name}' has {len(x)} x and {len(h)} h")
             profile = (x, h)
         shoes = tuple(tr.meta.get(f"{key}.shoes", "").split())
         if not shoes:
-            raise ValueError(f"the trace's preamble has no shoes for band '{name}'; expected a '{key}.shoes: NAME ...' line")
+            raise ValueError(f"the trace's preamble has no shoes for band '{name}'; expected a '{key}.shoes: NAME ...' "
+                             "line")
         out.append(TraceBand(name, shoes, tuple(rollers),
-                             meta_floats(tr.meta, f"{key}.link_len", 1)[0], tuple(meta_floats(tr.meta, f"{key}.pad", 3)),
+                             meta_floats(tr.meta, f"{key}.link_len", 1)[0],
+                             tuple(meta_floats(tr.meta, f"{key}.pad", 3)),
                              meta_floats(tr.meta, f"{key}.thickness", 1)[0],
                              tuple(meta_floats(tr.meta, f"{key}.pin_axis", 3)), profile))
     return out
@@ -219,7 +221,8 @@ def _terrain_meta(sim: ContactSim, run: ContactRun, X: np.ndarray) -> dict[str, 
 
 
 def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = None,
-                        meta: dict[str, str] | None = None, progress: bool = False) -> tuple[dict[str, str], pd.DataFrame]:
+                        meta: dict[str, str] | None = None,
+                        progress: bool = False) -> tuple[dict[str, str], pd.DataFrame]:
     """The preamble and columns of a contact run's trace (write_contact_trace writes them).
 
     The run's own rows (its stride: about 2000 rows is the caller's choice of stride). `step`: how dt was chosen
