@@ -258,7 +258,7 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
     periods = contact_periods(sim.contact)
     what, period = min(periods.items(), key=lambda kv: kv[1]) if periods else ("no contact", float("nan"))
     head = {"kind": "contact", "model": model.name, "gravity": _nums(model.gravity),
-            "floating": model.bodies[hull].name, "hull": model.bodies[hull].name,
+            "hull": model.bodies[hull].name,
             "mass": _num(mass), "weight": _num(mass * float(np.linalg.norm(model.gravity))),
             "scheme": run.scheme, "dt": _num(run.dt),
             "stride": str(int(round((run.t[1] - run.t[0]) / run.dt))) if len(run.t) > 1 else "1",
