@@ -20,7 +20,7 @@ from mechdyn.dynamics import Dynamics, real_scalar
 
 from .contact import ContactRun, ContactSim, accuracy_step
 from .gate import Gate, above, below
-from .slope import Tilted, patch_slip, run_whole, stride_for, tilt, total_mass
+from .slope import HOLD_BOUND, Tilted, patch_slip, run_whole, stride_for, tilt, total_mass
 
 ROLLING_FRACTION = 0.1  # the hold's hull speed, as a fraction of what ±20 % of T0 reaches in the same time
 TRACTIVE_TOL = 0.02  # of n·T0/R: docs/simulation.md says what sets it
@@ -83,7 +83,7 @@ class Climb:
     torque: float  # N·m, T0 per sprocket
     speeds: dict[float, float]  # factor of T0 -> the hull's mean speed up the slope over the last second, m/s
     tractive: float  # N, the ground's force up the slope at T0, mean over the last second (from the impulse)
-    slip: float  # m/s, the patch slip at T0 over the last second
+    slip: float  # m/s, the patch slip at T0 over the last two seconds (all of T when shorter)
     runs: dict[float, ContactRun]
     tilted: Tilted
 
@@ -94,7 +94,8 @@ def climb(dyn: Dynamics, q, qd, degrees: float = 15.0, T: float = 2.0, factors: 
     ground friction, no brake, and drive every sprocket at factor·T0, T0 = M g sin θ · R / n (n sprockets), for T
     seconds each. Gates: at T0 the hull's speed up the slope (mean over the last second) below ROLLING_FRACTION of
     what 0.2·T0 of excess would give it as a point mass in T; the factors above 1 climb and those below roll back
-    (signs: the least of the signed speeds above 0); at T0 the ground's force up the slope within TRACTIVE_TOL of n·T0/R."""
+    (signs: the least of the signed speeds above 0); at T0 the ground's force up the slope within TRACTIVE_TOL of
+    n·T0/R, and the patch's slip below the hold's HOLD_BOUND."""
     theta = math.radians(real_scalar("degrees", degrees))
     if not 0 < theta < math.pi / 2:
         raise ValueError(f"{degrees:g}°: expected a slope in (0, 90)")
@@ -105,13 +106,12 @@ def climb(dyn: Dynamics, q, qd, degrees: float = 15.0, T: float = 2.0, factors: 
     n = tilted.normal
     up = -(dyn.model.gravity - (dyn.model.gravity @ n) * n)
     up /= np.linalg.norm(up)
+    gears = sprockets(Contact(tilted.model))
+    R = gears[0].radius
+    T0 = M * g * math.sin(theta) * R / len(gears)
     speeds, runs, tractive, slip = {}, {}, float("nan"), float("nan")
-    gears = ()
     for f in factors:
         sim = ContactSim(dyn, model=tilted.model, anchored=True, ramp_ground=0.0, module=module)
-        gears = sprockets(sim.contact)
-        R = gears[0].radius
-        T0 = M * g * math.sin(theta) * R / len(gears)
         step_dt = accuracy_step(sim.contact).dt if dt is None else real_scalar("dt", dt)
         run = run_whole(sim, tilted.q, tilted.qd, T, step_dt, stride_for(step_dt), tau=drive_tau(dyn, gears, f * T0))
         last = run.t >= run.t[-1] - 1.0 + 1e-9
@@ -123,8 +123,6 @@ def climb(dyn: Dynamics, q, qd, degrees: float = 15.0, T: float = 2.0, factors: 
             J = run.aux[:, 10:13]
             tractive = float((J[-1] - J[i0]) @ up / (run.t[-1] - run.t[i0]))
             slip = patch_slip(sim.contact, dyn, run, n, window=min(2.0, T))[0]
-    R = gears[0].radius
-    T0 = M * g * math.sin(theta) * R / len(gears)
     scale = 0.2 * g * math.sin(theta) * T  # the excess's point-mass speed after T
     name = dyn.model.name
     gates = [below("drive_hold", abs(speeds[1.0]), ROLLING_FRACTION * scale, "m/s",
@@ -138,8 +136,11 @@ def climb(dyn: Dynamics, q, qd, degrees: float = 15.0, T: float = 2.0, factors: 
                            + " m/s: above T0 it climbs, below it rolls back (the least, signed)"))
     want = len(gears) * T0 / R
     gates.append(below("drive_tractive", abs(tractive - want) / want, TRACTIVE_TOL, "",
-                       f"{name}: the ground's force up the slope at T0, {tractive:.5g} N, its impulse over the last second, "
-                       f"against n·T0/R {want:.5g} N"))
+                       f"{name}: the ground's force up the slope at T0, {tractive:.5g} N, its impulse over the last "
+                       f"second, against n·T0/R {want:.5g} N"))
+    gates.append(below("drive_patch", slip, HOLD_BOUND, "m/s",
+                       f"{name}: at T0 the patch's slip over the last {min(2.0, T):g} s (slope.patch_slip), against "
+                       "the anchored hold's bound"))
     return Climb(tuple(gates), T0, speeds, tractive, slip, runs, tilted)
 
 

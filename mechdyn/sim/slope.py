@@ -3,7 +3,7 @@
 
     tilted = tilt(model, q, qd, 15.0)                       # state and terrain rotated rigidly, gravity untouched
     h = hold(dyn, q, qd, degrees=15, fric="anchor")         # Hold: the patch slip gate, the run, the energy figure
-    r = release(dyn, q, qd, degrees=45)                     # Release: the slide's acceleration against g(sin − μ cos)
+    r = release(dyn, q, qd, degrees=45)                     # Release: the slide against g(sin θ − μ cos θ)
     s = sinkage(dyn, q, qd)                                 # Sinkage: the loaded corners' mean gap against W/(n·kn)
 
 q, qd is a settled flat state (the settle run's last, or a short ContactSim run of one's own).
