@@ -20,7 +20,8 @@ from mechdyn.contact.law import ContactLaw
 from mechdyn.contact.producers import Contact
 from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.spatial import R_to_quat, quat_to_R, rot_axis
+from mechdyn.core.integrate import quat_exp, quat_mul
+from mechdyn.core.spatial import rot_axis
 from mechdyn.dynamics import Dynamics, real_array, real_scalar
 
 from .contact import ContactRun, ContactSim, accuracy_step, sprocket_brakes
@@ -64,6 +65,7 @@ def tilt(model: Model, q, qd, degrees: float, axis: str = "y") -> Tilted:
     every body-frame velocity is unchanged, and so are gravity and the generated code. A plane n·x = d becomes
     (Rrot·n)·x = d. A sine or grid terrain, or a non-floating joint on the world, is refused: neither rotates."""
     R = rotation(degrees, axis)
+    Qrot = quat_exp(np.eye(3)[AXES[axis]], math.radians(degrees))
     q = np.array(real_array("q", q, (model.nq,)))
     qd = np.array(real_array("qd", qd, (model.nv,)))
     g = model.ground
@@ -79,7 +81,7 @@ def tilt(model: Model, q, qd, degrees: float, axis: str = "y") -> Tilted:
             raise ValueError(f"body '{b.name}' is on a {b.joint} joint to the world: its axis is fixed in the "
                              "world, so the state cannot be rotated rigidly")
         k = model.qidx[i]
-        q[k:k + 4] = R_to_quat(R @ quat_to_R(q[k:k + 4]))
+        q[k:k + 4] = quat_mul(Qrot, q[k:k + 4])
         q[k + 4:k + 7] = R @ q[k + 4:k + 7]
     n = np.asarray(g.params, dtype=float)
     ground = dataclasses.replace(g, params=np.array([*(R @ n[:3]), n[3]]))
