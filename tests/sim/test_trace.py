@@ -209,3 +209,36 @@ def test_a_damaged_preamble_is_an_input_error(traced, tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(f"{damaged}: not a mechdyn trace: ") and needle in err, err
         assert not (tmp_path / "png").exists()
+
+
+def test_a_tilted_run_is_drawn_on_its_slope(traced, tmp_path):
+    """track_min at q0 tilted 15° about y with its plane (slope.tilt), traced: the hull pitches 15°, the preamble
+    holds the rotated plane, and in the side view the pads' ground faces sit on the terrain line (the design
+    pose's lowest corner is 0.03 mm above the level ground; rotated rigidly, the gap is the same, measured
+    along the normal). A planted error, the trace given the level plane, puts the pads off the line drawn."""
+    from mechdyn.sim.slope import tilt
+
+    sim, step, _, _, _ = traced
+    dyn, model = sim.dyn, sim.dyn.model
+    tilted = tilt(model, model.q0(), np.zeros(dyn.nv), 15.0)
+    s = ContactSim(dyn, model=tilted.model)
+    r = s.run(tilted.q, tilted.qd, 10 * step.dt, step.dt)
+    path = tmp_path / "tilted.csv"
+    write_contact_trace(path, s, r, step)
+    tr = read_trace(path)
+    assert [float(v) for v in tr.meta["terrain.params"].split()] == list(tilted.model.ground.params)
+    assert abs(tr.data["pitch"].iloc[0] - 15.0) < 1e-12 and abs(tr.data["roll"].iloc[0]) < 1e-12
+    (band,) = trace_bands(tr)
+
+    def lowest_gap(t: Trace) -> float:
+        pins = np.array([[t.data[f"x:{n}"].iloc[0], t.data[f"z:{n}"].iloc[0]] for n in band.shoes])
+        x, z = _pads(band, np.vstack([pins, pins[:1]]))
+        ok = np.isfinite(x)
+        return float(np.min((z[ok] - _terrain_line(t, band, x[ok], 0.0)) * math.cos(math.radians(15))))
+
+    assert 0.0 <= lowest_gap(tr) < 1e-4
+    level = dict(tr.meta, **{"terrain.params": " ".join(map(str, model.ground.params))})
+    planted = lowest_gap(Trace(level, tr.data))
+    assert not 0.0 <= planted < 1e-4, planted  # 11 mm into the level plane: the vehicle drawn off its terrain
+    files = plot_trace(tr, tmp_path / "png", at=[0.0])
+    assert all(f.stat().st_size > 10_000 for f in files)
