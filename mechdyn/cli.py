@@ -5,7 +5,7 @@
     mechdyn bench <model> [--sim DT] [--json]
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
-    mechdyn plot out.csv [-o dir]
+    mechdyn plot out.csv [-o dir] [--at T1,T2,...] [--band NAME]
 
 These use the product alone. The harness's commands moved to `crosscheck` (issue 17): `crosscheck bench`
 (beside the dense reference, or --peers), `crosscheck selftest`, `crosscheck report` and `crosscheck golden`;
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -266,9 +267,23 @@ def _first_non_number(column: pd.Series) -> str:
     return column[pd.to_numeric(column, errors="coerce").isna() & column.notna()].iloc[0]
 
 
+def _times(text: str) -> list[float]:
+    """argparse type of plot --at: comma-separated finite times in s."""
+    out = []
+    for part in text.split(","):
+        try:
+            x = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected times in s separated by commas (0,4), got {part!r}") from None
+        if not math.isfinite(x):
+            raise argparse.ArgumentTypeError(f"expected finite times in s, got {part!r}")
+        out.append(x)
+    return out
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Plot a trace file's time histories."""
-    from mechdyn.sim.plot import plot_trace
+    """Plot a trace file's time histories (and a contact trace's side view)."""
+    from mechdyn.sim.plot import PlotRequestError, plot_trace
     from mechdyn.sim.trace import read_trace
 
     path = Path(args.trace)
@@ -284,7 +299,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if why:  # plotting would fail deep in matplotlib, or draw text as categories
         raise InputError(f"{path}: not a mechdyn trace: {why}; expected the CSV that 'mechdyn sim --trace' wrote")
     try:
-        files = plot_trace(tr, Path(args.output) if args.output else path.parent)
+        files = plot_trace(tr, Path(args.output) if args.output else path.parent, args.at, args.band)
+    except PlotRequestError as e:
+        raise InputError(f"{path}: {e}") from None
     except ValueError as e:
         raise InputError(f"{path}: not a mechdyn trace: {e}; expected the CSV that 'mechdyn sim --trace' wrote") from None
     for f in files:
@@ -372,12 +389,20 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=seed, help="start from a seeded random state (closed and velocity-consistent "
                    "for loop models) instead of the design pose at rest")
     s.set_defaults(func=cmd_sim)
-    pl = sub.add_parser("plot", help="draw a trace's time histories as PNG files",
+    pl = sub.add_parser("plot", help="draw a trace's time histories (and a tracked vehicle's side view) as PNG files",
                         description="Draw a trace written by 'mechdyn sim --trace' as PNG files: joint "
                         "coordinates and rates, each floating body's position, path and velocities, and the "
-                        "energy change (and loop closure error).")
+                        "energy change (and loop closure error). A contact run's trace ('# kind: contact'): the "
+                        "hull's height and pitch, the vertical ground force against the weight, the penetrations "
+                        "with their loaded counts and the energy terms in one figure, and a side view of the "
+                        "vehicle in another: one band's shoes pin to pin, its rollers as circles of their radius, "
+                        "the terrain under it, one panel per time of --at. Prints the files written.")
     pl.add_argument("trace", help="the trace CSV")
     pl.add_argument("-o", "--output", metavar="DIR", type=output_dir, help="directory for the PNGs (default: beside the trace)")
+    pl.add_argument("--at", metavar="T1,T2,...", type=_times, help="a contact trace: the side view's times in s, each "
+                    "drawn at the nearest recorded row (default: the first row and the last)")
+    pl.add_argument("--band", metavar="NAME", help="a contact trace: the band whose x-z plane the side view shows "
+                    "(default: the first)")
     pl.set_defaults(func=cmd_plot)
     for name, what in MOVED.items():  # each says where it went (exit 2), whatever the arguments
         m = sub.add_parser(name, help=f"moved: crosscheck {name} ({what})", add_help=False, prefix_chars="\0",
