@@ -5,7 +5,7 @@
     mechdyn bench <model> [--sim DT] [--json]
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
-    mechdyn plot out.csv [-o dir]
+    mechdyn plot out.csv [-o dir] [--at T1,T2,...] [--band NAME]
 
 These use the product alone. The harness's commands moved to `crosscheck` (issue 17): `crosscheck bench`
 (beside the dense reference, or --peers), `crosscheck selftest`, `crosscheck report` and `crosscheck golden`;
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -215,10 +216,9 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
     from mechdyn.sim.settle import WINDOW, settle
 
     T = 4.0 if args.time is None else args.time
-    for flag, given in (("--seed", args.seed is not None), ("--trace", args.trace is not None)):
-        if given:
-            raise InputError(f"sim: {flag} is not available for a model with contact: the settle starts from the "
-                             "design pose at rest" + (", and writes no trace yet" if flag == "--trace" else ""))
+    if args.seed is not None:
+        raise InputError("sim: --seed is not available for a model with contact: the settle starts from the design "
+                         "pose at rest")
     if T <= 2 * WINDOW:
         raise InputError(f"sim: the settle records its first and last {WINDOW:g} s at every step; --time must "
                          f"exceed {2 * WINDOW:g} s, got {T:g}")
@@ -241,12 +241,17 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
         print(g.line())
     for n in res.notes:
         print(f"sim: {n}")
+    if args.trace:
+        from mechdyn.sim.trace import trace_stride, write_contact_trace
+
+        write_contact_trace(Path(args.trace), res.sim, res.every(trace_stride(nsteps)), res.step, progress=True)
+        print(f"sim: trace {args.trace}")
     t_end = time.perf_counter()
     stepping, simulated, wall = res.stepping, float(res.run.t[-1]), startup + (t_end - t_start)
     print(f"sim: stepping {stepping:.3g} s ({nsteps / stepping:.3g} steps/s, real-time factor "
           f"{simulated / stepping:.3g}); {wall:.3g} s wall in all (real-time factor {simulated / wall:.3g}): "
           f"start-up {startup:.3g} s, load/compile {t_load - t_start:.3g} s, stepping {stepping:.3g} s, recording "
-          f"and gates {t_end - t_load - stepping:.3g} s")
+          f"and gates{' and trace' if args.trace else ''} {t_end - t_load - stepping:.3g} s")
     ok = all_passed(gates)
     print(f"sim: {model.name}: {'all' if ok else 'not all'} {len(gates)} gates passed")
     return EXIT_PASS if ok else EXIT_FAIL
@@ -327,9 +332,23 @@ def _first_non_number(column: pd.Series) -> str:
     return column[pd.to_numeric(column, errors="coerce").isna() & column.notna()].iloc[0]
 
 
+def _times(text: str) -> list[float]:
+    """argparse type of plot --at: comma-separated finite times in s."""
+    out = []
+    for part in text.split(","):
+        try:
+            x = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected times in s separated by commas (0,4), got {part!r}") from None
+        if not math.isfinite(x):
+            raise argparse.ArgumentTypeError(f"expected finite times in s, got {part!r}")
+        out.append(x)
+    return out
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Plot a trace file's time histories."""
-    from mechdyn.sim.plot import plot_trace
+    """Plot a trace file's time histories (and a contact trace's side view)."""
+    from mechdyn.sim.plot import PlotRequestError, plot_trace
     from mechdyn.sim.trace import read_trace
 
     path = Path(args.trace)
@@ -345,7 +364,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if why:  # plotting would fail deep in matplotlib, or draw text as categories
         raise InputError(f"{path}: not a mechdyn trace: {why}; expected the CSV that 'mechdyn sim --trace' wrote")
     try:
-        files = plot_trace(tr, Path(args.output) if args.output else path.parent)
+        files = plot_trace(tr, Path(args.output) if args.output else path.parent, args.at, args.band)
+    except PlotRequestError as e:
+        raise InputError(f"{path}: {e}") from None
     except ValueError as e:
         raise InputError(f"{path}: not a mechdyn trace: {e}; expected the CSV that 'mechdyn sim --trace' wrote") from None
     for f in files:
@@ -447,12 +468,20 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=seed, help="start from a seeded random state (closed and velocity-consistent "
                    "for loop models) instead of the design pose at rest")
     s.set_defaults(func=cmd_sim)
-    pl = sub.add_parser("plot", help="draw a trace's time histories as PNG files",
+    pl = sub.add_parser("plot", help="draw a trace's time histories (and a tracked vehicle's side view) as PNG files",
                         description="Draw a trace written by 'mechdyn sim --trace' as PNG files: joint "
                         "coordinates and rates, each floating body's position, path and velocities, and the "
-                        "energy change (and loop closure error).")
+                        "energy change (and loop closure error). A contact run's trace ('# kind: contact'): the "
+                        "hull's height and pitch, the vertical ground force against the weight, the penetrations "
+                        "with their loaded counts and the energy terms in one figure, and a side view of the "
+                        "vehicle in another: one band's shoes pin to pin, its rollers as circles of their radius, "
+                        "the terrain under it, one panel per time of --at. Prints the files written.")
     pl.add_argument("trace", help="the trace CSV")
     pl.add_argument("-o", "--output", metavar="DIR", type=output_dir, help="directory for the PNGs (default: beside the trace)")
+    pl.add_argument("--at", metavar="T1,T2,...", type=_times, help="a contact trace: the side view's times in s, each "
+                    "drawn at the nearest recorded row (default: the first row and the last)")
+    pl.add_argument("--band", metavar="NAME", help="a contact trace: the band whose x-z plane the side view shows "
+                    "(default: the first)")
     pl.set_defaults(func=cmd_plot)
     for name, what in MOVED.items():  # each says where it went (exit 2), whatever the arguments
         m = sub.add_parser(name, help=f"moved: crosscheck {name} ({what})", add_help=False, prefix_chars="\0",

@@ -12,6 +12,7 @@ anchors) from one call to the next, so the three are one run.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,16 @@ class Settle:
     def state(self) -> tuple[np.ndarray, np.ndarray]:
         """The settled (q, qd): the last row."""
         return self.run.q[-1].copy(), self.run.qd[-1].copy()
+
+    def every(self, stride: int) -> ContactRun:
+        """The run's rows about `stride` steps apart (the first at or after each multiple of it, and the last):
+        the windows' every-step rows thinned to the middle's spacing, e.g. for a trace."""
+        t, stride = self.run.t, integer("stride", stride, 1)
+        keep = np.unique(np.append(np.searchsorted(t, np.arange(0.0, t[-1], stride * self.run.dt) - 1e-9 * self.run.dt),
+                                   len(t) - 1))
+        r = self.run
+        return dataclasses.replace(r, t=t[keep], q=r.q[keep], qd=r.qd[keep], dissipated=r.dissipated[keep],
+                                   aux=r.aux[keep])
 
     @property
     def stepping(self) -> float:

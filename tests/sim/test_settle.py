@@ -205,3 +205,20 @@ def test_alternation_sees_only_the_alternating_part():
         assert np.abs(alternation(smooth + 7.0 * ((-1.0) ** k)[:, None])) == pytest.approx([7.0] * 3, abs=0.2)
         if n % 2:
             assert abs(((-1.0) ** k) @ smooth[:, 0] / n) > 40  # what the even count avoids
+
+
+def test_mechdyn_sim_traces_the_settle(dyn, capsys, tmp_path):
+    """--trace writes the contact trace of the settle: trace_stride's rows, evenly spaced over the whole run."""
+    from mechdyn.sim.trace import read_trace, trace_stride
+
+    path = tmp_path / "tm.csv"
+    code, out = sim_cli(capsys, "track_min", "--time", "1.2", "--trace", str(path))
+    assert code == 0 and f"trace {path}" in out
+    tr = read_trace(path)
+    t = tr.data["t"].to_numpy()
+    nsteps = step_count(1.2, float(tr.meta["dt"]))
+    assert tr.meta["kind"] == "contact" and t[0] == 0.0
+    assert abs(len(t) - nsteps / trace_stride(nsteps)) <= 2
+    gaps = np.diff(t)
+    assert t[-1] == pytest.approx(1.2, abs=2e-4) and gaps.max() < 1.5 * np.median(gaps)
+
