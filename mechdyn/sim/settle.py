@@ -27,7 +27,7 @@ from .run import step_count
 ROWS = 2000  # recorded rows of the coarse part, whatever dt is
 WINDOW = 0.5  # s at stride 1 at the start and at the end: the energy's single steps, the load, the period-2 content
 MOMENTUM_BOUND = 1e-3  # of the impulse scale: truncation is ~1e-5 of it and first order in dt; one m113 corner's
-# share of the weight, unreported, is ~3e-3 of it (docs/simulation.md "The settle")
+# share of the weight (1/104), unreported, is ~5e-3 of it (docs/simulation.md "The settle")
 ENERGY_STEP_BOUND = 1e-4  # of the run's largest kinetic energy: the most one step may add
 LOAD_BOUND = 0.01  # relative error of the settled ground load against the weight
 PERIOD2_BOUND = 1e-3  # of the weight
