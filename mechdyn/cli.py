@@ -19,6 +19,7 @@ import math
 import os
 import shlex
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -199,8 +200,66 @@ def _process_seconds() -> float:
         return time.perf_counter() - _IMPORTED
 
 
+def after_settle(dyn, settled) -> list:
+    """The runs that continue from a settle (settled.state, and settled.sim's anchors and impulse) and their
+    gates, printed after the settle's: the seam where the slope hold hooks in. None yet: the settle alone."""
+    return []
+
+
+def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, startup: float) -> int:
+    """Settle a model with contact (a band or a ground) from its design pose at rest and print its gates; exit 1
+    if one fails or the state went non-finite. t_start, startup: as cmd_sim measures them, before loading."""
+    from mechdyn.dynamics import Dynamics
+    from mechdyn.sim.gate import all_passed
+    from mechdyn.sim.contact import SAMPLES
+    from mechdyn.sim.run import SimulationDiverged
+    from mechdyn.sim.settle import WINDOW, settle
+
+    T = 4.0 if args.time is None else args.time
+    if args.seed is not None:
+        raise InputError("sim: --seed is not available for a model with contact: the settle starts from the design "
+                         "pose at rest")
+    if T <= 2 * WINDOW:
+        raise InputError(f"sim: the settle records its first and last {WINDOW:g} s at every step; --time must "
+                         f"exceed {2 * WINDOW:g} s, got {T:g}")
+    dyn = Dynamics(model, progress=True)
+    t_load = time.perf_counter()
+    try:
+        res = settle(dyn, T, dt=args.dt, samples=args.samples or SAMPLES, stride=args.stride, scheme=args.scheme,
+                     progress=True)
+    except SimulationDiverged as e:
+        print(f"sim: {e}; a smaller --dt (or more --samples) may keep it finite", file=sys.stderr)
+        return EXIT_FAIL
+    except ValueError as e:  # the settle's own argument checks (a stride longer than the run, no ground)
+        raise InputError(f"sim: {model.name}: {e}") from None
+    nsteps = round(res.run.t[-1] / res.step.dt)
+    origin = "--dt" if args.dt is not None else "the accuracy step"
+    print(f"sim: {model.name}: settle of {res.run.t[-1]:.4g} s from the design pose at rest, {nsteps} "
+          f"{args.scheme} steps at {origin}: {res.step.describe()}")
+    gates = res.gates + after_settle(dyn, res)
+    for g in gates:
+        print(g.line())
+    for n in res.notes:
+        print(f"sim: {n}")
+    if args.trace:
+        from mechdyn.sim.trace import trace_stride, write_contact_trace
+
+        write_contact_trace(Path(args.trace), res.sim, res.every(trace_stride(nsteps)), res.step, progress=True)
+        print(f"sim: trace {args.trace}")
+    t_end = time.perf_counter()
+    stepping, simulated, wall = res.stepping, float(res.run.t[-1]), startup + (t_end - t_start)
+    print(f"sim: stepping {stepping:.3g} s ({nsteps / stepping:.3g} steps/s, real-time factor "
+          f"{simulated / stepping:.3g}); {wall:.3g} s wall in all (real-time factor {simulated / wall:.3g}): "
+          f"start-up {startup:.3g} s, load/compile {t_load - t_start:.3g} s, stepping {stepping:.3g} s, recording "
+          f"and gates{' and trace' if args.trace else ''} {t_end - t_load - stepping:.3g} s")
+    ok = all_passed(gates)
+    print(f"sim: {model.name}: {'all' if ok else 'not all'} {len(gates)} gates passed")
+    return EXIT_PASS if ok else EXIT_FAIL
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
-    """Simulate a model and summarize (optionally writing a trace); exit 1 if the state went non-finite."""
+    """Simulate a model and summarize (optionally writing a trace); exit 1 if the state went non-finite. A model
+    with contact is settled instead (cmd_sim_contact)."""
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
@@ -209,16 +268,22 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from mechdyn.sim.run import SimulationDiverged, simulate
     from mechdyn.sim.trace import write_trace
 
+    t_start = time.perf_counter()
+    startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
+    model = load_model(args.model)
+    if model.tracks or model.ground is not None:
+        return cmd_sim_contact(args, model, t_start, startup)
+    if args.samples is not None:
+        raise InputError("sim: --samples chooses the step of a model with contact; give a tree model's step by --dt")
+    args.time = 1.0 if args.time is None else args.time
+    args.dt = 1e-3 if args.dt is None else args.dt
     if args.dt > args.time:
         raise InputError(f"expected --dt <= --time, got --time {args.time:g} --dt {args.dt:g}")
     nsteps = sim_steps(args.time, args.dt, "--time", "--dt")
     if args.stride is not None and args.stride > nsteps:
         raise InputError(f"--stride {args.stride} is more than the run's {nsteps} steps: nothing but the start "
                          "would be recorded, and the drift measured over no step")
-    t_start = time.perf_counter()
-    startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
-    dyn = Dynamics(load_model(args.model), progress=True)
-    model = dyn.model
+    dyn = Dynamics(model, progress=True)
     if args.seed is None:
         q0, qd0 = model.q0(), np.zeros(model.nv)
     else:
@@ -370,18 +435,32 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--urdf", metavar="FILE", type=output_file, help="write URDF to FILE")
     e.add_argument("--mjcf", metavar="FILE", type=output_file, help="write MJCF to FILE")
     e.set_defaults(func=cmd_export)
-    s = sub.add_parser("sim", help="simulate a model in C and summarize the run",
-                       description="Step the generated dynamics in C from the design pose at rest (or a seeded "
-                       "random state), report steps, the energy drift (the largest change over the recorded rows of "
-                       "kinetic + gravitational + spring energy plus the work the dampers dissipated, integrated in "
-                       "C at every step, so the stride does not change it) and the loop closure error for loop "
-                       "models; then the stepping time with its real-time factor, and the whole command's wall "
-                       "time split into start-up, load/compile, stepping and post-processing. Inputs are held at "
-                       "zero. Exit status 1, with the step and time, if the state goes non-finite (no trace is "
-                       "written then).")
+    s = sub.add_parser("sim", help="simulate a model in C and summarize the run (a tracked model: settle and gate it)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="\n\n".join(textwrap.fill(p, 79) for p in (
+                           "Step the generated dynamics in C from the design pose at rest (or a seeded random "
+                           "state), report steps, the energy drift (the largest change over the recorded rows of "
+                           "kinetic + gravitational + spring energy plus the work the dampers dissipated, integrated "
+                           "in C at every step, so the stride does not change it) and the loop closure error for "
+                           "loop models; then the stepping time with its real-time factor, and the whole command's "
+                           "wall time split into start-up, load/compile, stepping and post-processing. Inputs are "
+                           "held at zero. Exit status 1, with the step and time, if the state goes non-finite (no "
+                           "trace is written then).",
+                           "A model with contact (a band or a ground) is settled instead: from the design pose at "
+                           "rest, the ground's gains ramped in over 0.02 s, --time s (default 4) on its ground at "
+                           "the step chosen by accuracy (--samples per contact period, default 90; --dt overrides), "
+                           "the contact in the C loop, the first and last 0.5 s recorded at every step. Each gate is "
+                           "printed with its figure (crush, load, momentum, energy, energy_net, period2: "
+                           "docs/simulation.md \"The settle\"), then the stepping time and the real-time factors of "
+                           "the stepping loop alone and of the whole command. Exit status 1 if a gate fails.")),
+                       epilog="examples:\n  mechdyn sim satellite --time 1 --dt 1e-3 --trace s.csv\n"
+                       "  mechdyn sim m113                    # the 4 s settle and its gates\n"
+                       "  mechdyn sim track_min --samples 180 --time 2")
     s.add_argument("model", help="a model name in models/ or a path to a .mech file")
-    s.add_argument("--time", type=positive_float, default=1.0, help="simulated time in s (default 1)")
-    s.add_argument("--dt", type=positive_float, default=1e-3, help="step in s (default 1e-3)")
+    s.add_argument("--time", type=positive_float, help="simulated time in s (default 1; with contact, 4)")
+    s.add_argument("--dt", type=positive_float, help="step in s (default 1e-3; with contact, the accuracy step)")
+    s.add_argument("--samples", type=int_range(1, 10**6), help="with contact: steps per contact period that "
+                   "choose the step (default 90)")
     s.add_argument("--scheme", choices=["verlet", "euler"], default="verlet",
                    help="Stormer-Verlet (2nd order, default) or semi-implicit Euler (1st order)")
     s.add_argument("--trace", metavar="FILE.csv", type=output_file, help="write t, q, qd, energy (and closure) to a CSV file")
