@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, atomic_write, int_range, load_model,
-                             output_dir, output_file, positive_float, run, seed, sim_steps)
+                             output_dir, output_file, positive_float, run, seed, sim_steps, slope_degrees)
 from mechdyn.core.model import BASE, Model
 
 AXES = "xyz"
@@ -200,10 +200,40 @@ def _process_seconds() -> float:
         return time.perf_counter() - _IMPORTED
 
 
-def after_settle(dyn, settled) -> list:
-    """The runs that continue from a settle (settled.state, and settled.sim's anchors and impulse) and their
-    gates, printed after the settle's: the seam where the slope hold hooks in. None yet: the settle alone."""
-    return []
+def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str]]:
+    """The runs that continue from a settle (settled.state) and their gates and notes, printed after the settle's:
+    the slope hold on --slope DEG (default 15, 0: none) with anchored friction and the regularized control (or the
+    one --fric names), for --hold-time s; with --drive, the flat coast and the climb up --slope (or 15°)."""
+    from mechdyn.sim.drive import climb, coast
+    from mechdyn.sim.slope import hold
+
+    q, qd = settled.state
+    gates, notes = [], []
+    if args.slope:
+        for fric in [args.fric] if args.fric else ["anchor", "reg"]:
+            h = hold(dyn, q, qd, args.slope, fric, T=args.hold_time, progress=True)
+            gates += h.gates
+            notes.append(f"hold, {fric} friction, on {args.slope:g}°: {h.run.t[-1] - h.run.t[0]:.3g} s stepped in "
+                         f"{h.run.seconds:.3g} s (real-time factor {(h.run.t[-1] - h.run.t[0]) / h.run.seconds:.3g}); "
+                         f"the energy budget's worst single-step rise {h.rise:.3g} J (bound {h.rise_bound:.3g} J, "
+                         "reported)")
+            if args.trace and fric == (args.fric or "anchor"):
+                from mechdyn.sim.contact import ContactSim
+                from mechdyn.sim.trace import write_contact_trace
+
+                path = Path(args.trace).with_name(Path(args.trace).stem + "_hold.csv")
+                write_contact_trace(path, ContactSim(dyn, model=h.tilted.model), h.run,
+                                    meta={"run": f"hold on {args.slope:g} deg, {fric} friction"})
+                notes.append(f"trace {path}")
+    if args.drive:
+        c = coast(dyn, q, qd)
+        gates += c.gates
+        up = climb(dyn, q, qd, args.slope or 15.0)
+        gates += up.gates
+        notes.append(f"drive: coasting at {c.speed:.3g} m/s after {c.torque:.4g} N·m per sprocket; up "
+                     f"{args.slope or 15.0:g}° T0 = {up.torque:.4g} N·m per sprocket, the ground's tractive force "
+                     f"{up.tractive:.5g} N")
+    return gates, notes
 
 
 def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, startup: float) -> int:
@@ -236,15 +266,20 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
     origin = "--dt" if args.dt is not None else "the accuracy step"
     print(f"sim: {model.name}: settle of {res.run.t[-1]:.4g} s from the design pose at rest, {nsteps} "
           f"{args.scheme} steps at {origin}: {res.step.describe()}")
-    gates = res.gates + after_settle(dyn, res)
-    for g in gates:
+    for g in res.gates:
         print(g.line())
     for n in res.notes:
         print(f"sim: {n}")
+    more, notes = after_settle(args, dyn, res)
+    for g in more:
+        print(g.line())
+    for n in notes:
+        print(f"sim: {n}")
+    gates = res.gates + more
     if args.trace:
         from mechdyn.sim.trace import trace_stride, write_contact_trace
 
-        write_contact_trace(Path(args.trace), res.sim, res.every(trace_stride(nsteps)), res.step, progress=True)
+        write_contact_trace(Path(args.trace), res.sim, res.every(trace_stride(nsteps)), res.step)
         print(f"sim: trace {args.trace}")
     t_end = time.perf_counter()
     stepping, simulated, wall = res.stepping, float(res.run.t[-1]), startup + (t_end - t_start)
@@ -454,7 +489,9 @@ def parser() -> argparse.ArgumentParser:
                            "docs/simulation.md \"The settle\"), then the stepping time and the real-time factors of "
                            "the stepping loop alone and of the whole command. Exit status 1 if a gate fails.")),
                        epilog="examples:\n  mechdyn sim satellite --time 1 --dt 1e-3 --trace s.csv\n"
-                       "  mechdyn sim m113                    # the 4 s settle and its gates\n"
+                       "  mechdyn sim m113                    # the 4 s settle, the 8 s hold on 15 deg, their gates\n"
+                       "  mechdyn sim m113 --slope 20 --fric reg --trace m113.csv\n"
+                       "  mechdyn sim track_demo --drive --slope 10\n"
                        "  mechdyn sim track_min --samples 180 --time 2")
     s.add_argument("model", help="a model name in models/ or a path to a .mech file")
     s.add_argument("--time", type=positive_float, help="simulated time in s (default 1; with contact, 4)")
@@ -467,6 +504,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--stride", type=int_range(1, MAX_STEPS), help="record every N-th step (default: about 2000 rows)")
     s.add_argument("--seed", type=seed, help="start from a seeded random state (closed and velocity-consistent "
                    "for loop models) instead of the design pose at rest")
+    s.add_argument("--slope", type=slope_degrees, default=15.0, metavar="DEG", help="with contact: after the "
+                   "settle, park the vehicle on DEG degrees, sprockets braked, and gate the patch's slip (default 15; "
+                   "0: no hold)")
+    s.add_argument("--fric", choices=["anchor", "reg"], help="with contact: the hold's ground friction, anchored "
+                   "(the hold gate) or regularized (the control that must slide); default both")
+    s.add_argument("--hold-time", type=positive_float, default=8.0, metavar="T", help="with contact: the hold's "
+                   "length in s (default 8; the gate reads the last 2 s)")
+    s.add_argument("--drive", action="store_true", help="with contact: after the settle, also drive: a sprocket "
+                   "torque schedule on the flat (track speed against omega R, coasting) and up --slope (tractive "
+                   "force against T/R)")
     s.set_defaults(func=cmd_sim)
     pl = sub.add_parser("plot", help="draw a trace's time histories (and a tracked vehicle's side view) as PNG files",
                         description="Draw a trace written by 'mechdyn sim --trace' as PNG files: joint "

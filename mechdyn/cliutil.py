@@ -128,6 +128,14 @@ def positive_float(text: str) -> float:
     return x
 
 
+def slope_degrees(text: str) -> float:
+    """argparse type: a slope in degrees, in [0, 60] (0: none; past 60 a tracked vehicle tips before it slides)."""
+    x = _number(text, float, "a slope in degrees from 0 to 60")
+    if not 0.0 <= x <= 60.0:
+        raise argparse.ArgumentTypeError(f"expected a slope in degrees from 0 to 60, got {text}")
+    return x
+
+
 trials = int_range(1, MAX_TRIALS)
 seed = int_range(0, MAX_SEED)
 

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from mechdyn.cliutil import atomic_write
 from mechdyn.core.model import Model, Roller
 
 from .contact import AUX, ContactRun, ContactSim, Step, contact_periods
-from .energy import energy_terms
+from .energy import mechanics
 
 FLOATING_Q = ("qw", "qx", "qy", "qz", "x", "y", "z")
 FLOATING_V = ("wx", "wy", "wz", "vx", "vy", "vz")
@@ -221,14 +220,13 @@ def _terrain_meta(sim: ContactSim, run: ContactRun, X: np.ndarray) -> dict[str, 
 
 
 def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = None,
-                        meta: dict[str, str] | None = None,
-                        progress: bool = False) -> tuple[dict[str, str], pd.DataFrame]:
+                        meta: dict[str, str] | None = None) -> tuple[dict[str, str], pd.DataFrame]:
     """The preamble and columns of a contact run's trace (write_contact_trace writes them).
 
     The run's own rows (its stride: about 2000 rows is the caller's choice of stride). `step`: how dt was chosen
     (accuracy_step's), printed with it; without it the preamble gives dt as samples of the shortest contact period.
-    `meta`: more preamble lines. `progress`: a bar over the rows' energy on a terminal (the numeric kinematics'
-    route costs most of the writing)."""
+    `meta`: more preamble lines. The energy columns come from the numeric kinematics (energy.mechanics), not the
+    generated code."""
     dyn, model = sim.dyn, sim.dyn.model
     if run.q.shape[1:] != (dyn.nq,) or run.aux.shape[1:] != (len(AUX),):
         raise ValueError(f"the run has q of shape {run.q.shape} and aux {run.aux.shape}; expected (n, {dyn.nq}) "
@@ -242,12 +240,10 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
     rpy = roll_pitch_yaw(X[:, hull, :9].reshape(-1, 3, 3))
     cols |= {"roll": rpy[:, 0], "pitch": rpy[:, 1], "yaw": rpy[:, 2]}
     cols |= {name: run.aux[:, k] for k, name in enumerate(AUX)}
-    rows = tqdm(zip(run.q, run.qd), total=len(run.t), desc=f"trace energy {model.name}", unit="row", leave=False,
-                disable=None if progress else True)
-    terms = np.array([energy_terms(model, q, qd)[:2] for q, qd in rows])
-    cols["kinetic"], cols["potential"] = terms[:, 0], terms[:, 1]
+    mech = mechanics(model, run.q, run.qd)
+    cols["kinetic"], cols["potential"] = mech.kinetic, mech.potential
     stored = ("u_band", "u_ground", "u_anchor", "u_brake")
-    cols["energy"] = terms.sum(axis=1) + sum(cols[c] for c in stored)
+    cols["energy"] = mech.kinetic + mech.potential + sum(cols[c] for c in stored)
     bands = sim.contact.bands
     traced = [hull, *(r.body for b in bands for r in b.rollers),
               *(s for b in bands for s in range(b.first_shoe, b.first_shoe + b.nshoe))]
@@ -280,8 +276,8 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
 
 
 def write_contact_trace(path: Path, sim: ContactSim, run: ContactRun, step: Step | None = None,
-                        meta: dict[str, str] | None = None, progress: bool = False) -> None:
+                        meta: dict[str, str] | None = None) -> None:
     """Write a contact run's trace atomically (contact_trace_frame's preamble and columns)."""
-    head, df = contact_trace_frame(sim, run, step, meta, progress)
+    head, df = contact_trace_frame(sim, run, step, meta)
     preamble = "# mechdyn trace\n" + "".join(f"# {k}: {v}\n" for k, v in head.items())
     atomic_write(path, preamble + df.to_csv(index=False))  # pandas writes the shortest text that reads back exactly

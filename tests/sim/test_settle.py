@@ -162,10 +162,11 @@ def test_settle_refuses_windows_longer_than_the_run(dyn):
 
 
 def sim_cli(capsys, *argv: str) -> tuple[int, str]:
+    """mechdyn sim's exit code and output; the settle alone (--slope 0) unless argv asks for a hold."""
     from mechdyn.cli import main
 
     with pytest.raises(SystemExit) as e:
-        main(["sim", *argv])
+        main(["sim", *argv, *(() if "--slope" in argv else ("--slope", "0"))])
     out = capsys.readouterr()
     return e.value.code, out.out + out.err
 
@@ -193,6 +194,21 @@ def test_mechdyn_sim_exits_1_when_a_gate_fails(dyn, capsys):
 def test_mechdyn_sim_contact_refuses(dyn, capsys, argv, needle):
     code, out = sim_cli(capsys, "track_min", *argv)
     assert code == 2 and needle in out, out
+
+
+def test_mechdyn_sim_holds_after_the_settle(dyn, capsys, tmp_path):
+    """After the settle, --slope parks the settled vehicle and prints the hold's gate (and writes its trace)."""
+    from mechdyn.sim.trace import read_trace
+
+    path = tmp_path / "tm.csv"
+    code, out = sim_cli(capsys, "track_min", "--time", "1.2", "--slope", "15", "--fric", "reg", "--hold-time",
+                        "2.5", "--trace", str(path))
+    print(out)
+    assert code == 0 and "PASS hold_control:" in out and "hold_slip" not in out
+    hold, flat = read_trace(tmp_path / "tm_hold.csv"), read_trace(path)
+    # the hold starts from the settled state turned by 15° (track_min rests pitched on its V-shaped lower run)
+    assert hold.meta["run"] == "hold on 15 deg, reg friction"
+    assert abs(hold.data["pitch"].iloc[0] - flat.data["pitch"].iloc[-1] - 15.0) < 1e-6
 
 
 def test_alternation_sees_only_the_alternating_part():
