@@ -200,22 +200,25 @@ def _process_seconds() -> float:
         return time.perf_counter() - _IMPORTED
 
 
-def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str]]:
-    """The runs that continue from a settle (settled.state) and their gates and notes, printed after the settle's:
-    the slope hold on --slope DEG (default 15, 0: none) with anchored friction and the regularized control (or the
-    one --fric names), for --hold-time s; with --drive, the flat coast and the climb up --slope (or 15°)."""
+def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str], list]:
+    """The runs that continue from a settle (settled.state) at its step: their gates, notes and runs (each a
+    ContactRun), printed after the settle's. The slope hold on --slope DEG (default 15, 0: none) with anchored
+    friction and the regularized control (or the one --fric names), for --hold-time s; with --drive, the flat
+    coast and the climb up --slope (or 15°)."""
     from mechdyn.sim.drive import climb, coast
     from mechdyn.sim.slope import hold
 
     q, qd = settled.state
-    gates, notes = [], []
+    dt = settled.step.dt
+    gates, notes, runs = [], [], []
     if args.slope:
         for fric in [args.fric] if args.fric else ["anchor", "reg"]:
-            h = hold(dyn, q, qd, args.slope, fric, T=args.hold_time, progress=True)
+            h = hold(dyn, q, qd, args.slope, fric, T=args.hold_time, dt=dt, progress=True)
             gates += h.gates
-            notes.append(f"hold, {fric} friction, on {args.slope:g}°: {h.run.t[-1] - h.run.t[0]:.3g} s stepped in "
-                         f"{h.run.seconds:.3g} s (real-time factor {(h.run.t[-1] - h.run.t[0]) / h.run.seconds:.3g}); "
-                         f"the energy budget's worst single-step rise {h.rise:.3g} J (bound {h.rise_bound:.3g} J, "
+            runs += [h.run, h.tail]
+            notes.append(f"hold, {fric} friction, on {args.slope:g}°: {_simulated(h.run):.3g} s stepped in "
+                         f"{h.run.seconds:.3g} s (real-time factor {_simulated(h.run) / h.run.seconds:.3g}); the "
+                         f"energy budget's worst single-step rise {h.rise:.3g} J (bound {h.rise_bound:.3g} J, "
                          "reported)")
             if args.trace and fric == (args.fric or "anchor"):
                 from mechdyn.sim.contact import ContactSim
@@ -226,14 +229,19 @@ def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str
                                     meta={"run": f"hold on {args.slope:g} deg, {fric} friction"})
                 notes.append(f"trace {path}")
     if args.drive:
-        c = coast(dyn, q, qd)
-        gates += c.gates
-        up = climb(dyn, q, qd, args.slope or 15.0)
-        gates += up.gates
+        c = coast(dyn, q, qd, dt=dt)
+        up = climb(dyn, q, qd, args.slope or 15.0, dt=dt)
+        gates += [*c.gates, *up.gates]
+        runs += [c.run, *up.runs.values()]
         notes.append(f"drive: coasting at {c.speed:.3g} m/s after {c.torque:.4g} N·m per sprocket; up "
                      f"{args.slope or 15.0:g}° T0 = {up.torque:.4g} N·m per sprocket, the ground's tractive force "
                      f"{up.tractive:.5g} N")
-    return gates, notes
+    return gates, notes, runs
+
+
+def _simulated(run) -> float:
+    """The simulated seconds a run stepped."""
+    return float(run.t[-1] - run.t[0])
 
 
 def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, startup: float) -> int:
@@ -243,15 +251,14 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
     from mechdyn.sim.gate import all_passed
     from mechdyn.sim.contact import SAMPLES
     from mechdyn.sim.run import SimulationDiverged
-    from mechdyn.sim.settle import WINDOW, settle
+    from mechdyn.sim.settle import settle
 
     T = 4.0 if args.time is None else args.time
     if args.seed is not None:
         raise InputError("sim: --seed is not available for a model with contact: the settle starts from the design "
                          "pose at rest")
-    if T <= 2 * WINDOW:
-        raise InputError(f"sim: the settle records its first and last {WINDOW:g} s at every step; --time must "
-                         f"exceed {2 * WINDOW:g} s, got {T:g}")
+    if args.slope and not args.hold_time > 2.0:
+        raise InputError(f"sim: the hold's gate reads its last 2 s; --hold-time must exceed 2, got {args.hold_time:g}")
     dyn = Dynamics(model, progress=True)
     t_load = time.perf_counter()
     try:
@@ -260,7 +267,7 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
     except SimulationDiverged as e:
         print(f"sim: {e}; a smaller --dt (or more --samples) may keep it finite", file=sys.stderr)
         return EXIT_FAIL
-    except ValueError as e:  # the settle's own argument checks (a stride longer than the run, no ground)
+    except ValueError as e:  # the settle's own argument checks (T against its windows, a stride too long)
         raise InputError(f"sim: {model.name}: {e}") from None
     nsteps = round(res.run.t[-1] / res.step.dt)
     origin = "--dt" if args.dt is not None else "the accuracy step"
@@ -270,23 +277,32 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
         print(g.line())
     for n in res.notes:
         print(f"sim: {n}")
-    more, notes = after_settle(args, dyn, res)
-    for g in more:
-        print(g.line())
-    for n in notes:
-        print(f"sim: {n}")
-    gates = res.gates + more
     if args.trace:
         from mechdyn.sim.trace import trace_stride, write_contact_trace
 
         write_contact_trace(Path(args.trace), res.sim, res.every(trace_stride(nsteps)), res.step)
         print(f"sim: trace {args.trace}")
+    try:
+        more, notes, runs = after_settle(args, dyn, res)
+    except SimulationDiverged as e:
+        print(f"sim: after the settle: {e}; a smaller --dt (or more --samples) may keep it finite", file=sys.stderr)
+        return EXIT_FAIL
+    for g in more:
+        print(g.line())
+    for n in notes:
+        print(f"sim: {n}")
+    gates = res.gates + more
     t_end = time.perf_counter()
-    stepping, simulated, wall = res.stepping, float(res.run.t[-1]), startup + (t_end - t_start)
-    print(f"sim: stepping {stepping:.3g} s ({nsteps / stepping:.3g} steps/s, real-time factor "
-          f"{simulated / stepping:.3g}); {wall:.3g} s wall in all (real-time factor {simulated / wall:.3g}): "
-          f"start-up {startup:.3g} s, load/compile {t_load - t_start:.3g} s, stepping {stepping:.3g} s, recording "
-          f"and gates{' and trace' if args.trace else ''} {t_end - t_load - stepping:.3g} s")
+    settle_s, simulated = res.stepping, float(res.run.t[-1])
+    stepping = settle_s + sum(r.seconds for r in runs)
+    simulated_all = simulated + sum(_simulated(r) for r in runs)
+    wall = startup + (t_end - t_start)
+    print(f"sim: stepping: the settle {settle_s:.3g} s ({nsteps / settle_s:.3g} steps/s, real-time factor "
+          f"{simulated / settle_s:.3g})" + (f", all {simulated_all:.4g} s simulated {stepping:.3g} s (real-time "
+                                             f"factor {simulated_all / stepping:.3g})" if runs else "")
+          + f"; {wall:.3g} s wall in all (real-time factor {simulated_all / wall:.3g}): start-up {startup:.3g} s, "
+          f"load/compile {t_load - t_start:.3g} s, stepping {stepping:.3g} s, recording, gates"
+          f"{' and traces' if args.trace else ''} {t_end - t_load - stepping:.3g} s")
     ok = all_passed(gates)
     print(f"sim: {model.name}: {'all' if ok else 'not all'} {len(gates)} gates passed")
     return EXIT_PASS if ok else EXIT_FAIL

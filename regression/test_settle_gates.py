@@ -11,7 +11,7 @@ from mechdyn.sim.settle import Settle, settle
 from .conftest import MODELS, dynamics
 
 TRACKED = [m for m in MODELS if m in ("m113", "track_demo", "track_min")]
-GATES = ("crush", "load", "momentum", "energy", "energy_net", "period2")
+GATES = ("crush", "load", "momentum", "energy", "energy_net", "passivity", "balance", "period2")
 
 
 @cache

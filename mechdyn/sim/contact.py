@@ -32,7 +32,8 @@ BRAKE_ZETA = 1.0  # the brake's damping, as a fraction of critical on the sprock
 
 # the columns of step.c's recorded rows (MD_AUX)
 AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
-       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake", "crush")
+       "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake", "crush",
+       "work_contact")
 STAGES = ("kinematics", "band", "ground", "dynamics", "integration")
 
 
@@ -87,7 +88,8 @@ def sprocket_brakes(con: Contact, q: np.ndarray, period: float) -> tuple[Brake, 
             if r.kind != PIN_TOOTH:
                 continue
             body = model.bodies[r.body]
-            inertia = float(body.inertia[1, 1] + body.mass * (body.cg[0] ** 2 + body.cg[2] ** 2))
+            a = body.axis  # the sprocket's inertia about its own joint axis through its origin
+            inertia = float(body.inertia[a, a] + body.mass * (body.cg @ body.cg - body.cg[a] ** 2))
             k = inertia * (2 * math.pi / (BRAKE_PERIODS * period)) ** 2
             out.append(Brake(r.body, float(q[model.qidx[r.body]]), k, 2 * BRAKE_ZETA * math.sqrt(k * inertia)))
     return tuple(out)
@@ -124,8 +126,8 @@ class ContactSim:
         self.contact = Contact(model, law, module=self.module)
         self.ramp_ground, self.ramp_band = real_scalar("ramp_ground", ramp_ground), real_scalar("ramp_band", ramp_band)
         self.predictor = bool(predictor)
-        self.anchors = np.zeros((self.contact.ncorner, 4)) if anchored else None
-        self.impulse = np.zeros(6)
+        self._anchors = np.zeros((self.contact.ncorner, 4)) if anchored else None
+        self._impulse, self._work_contact = np.zeros(6), np.zeros(1)
         self.brakes: tuple[Brake, ...] = ()
         ffi, lib = self.ffi, dyn.lib
         plant = ffi.new("md_plant *")
@@ -136,8 +138,31 @@ class ContactSim:
                                        dyn.address(name)))
         self._plant, self._lib_keep = plant, lib
         self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
+                                                  ("Xs", 18 * dyn.nbody), ("fstat", 6 * dyn.nbody),
+                                                  ("astat", max(1, 4 * self.contact.ncorner)),
                                                   ("torque", max(1, self.contact.nroller)), ("tau", dyn.nv),
                                                   ("qdd", dyn.nv), ("qdm", dyn.nv))}
+
+    @property
+    def anchors(self) -> np.ndarray | None:
+        """The ground's anchored-friction state (ncorner, 4) the runs carry on (None: regularized friction): a
+        copy; reset_anchors clears it."""
+        return None if self._anchors is None else self._anchors.copy()
+
+    @property
+    def impulse(self) -> np.ndarray:
+        """The ground's impulse (6: moment about the world origin, force) accumulated over every run so far."""
+        return self._impulse.copy()
+
+    @property
+    def work_contact(self) -> float:
+        """The contact's dissipated work accumulated over the runs with `dissipation` so far, J."""
+        return float(self._work_contact[0])
+
+    def reset_anchors(self) -> None:
+        """Forget every anchor: each corner sticks afresh where it next touches."""
+        if self._anchors is not None:
+            self._anchors[:] = 0.0
 
     def set_brakes(self, brakes: tuple[Brake, ...]) -> None:
         """Brake these joints from the next run on (() releases them)."""
@@ -153,7 +178,7 @@ class ContactSim:
         sc = ffi.new("md_scene *")
         sc.bands, sc.nband = con._bands_c, len(con.bands)
         sc.ground = con._ground_c if con.ground is not None else ffi.NULL
-        sc.anchors = ffi.NULL if self.anchors is None else ffi.from_buffer("double[]", self.anchors)
+        sc.anchors = ffi.NULL if self._anchors is None else ffi.from_buffer("double[]", self._anchors)
         brakes = ffi.new("md_brake[]", max(1, len(self.brakes)))
         m = self.dyn.model
         for c, b in zip(brakes, self.brakes):
@@ -166,11 +191,12 @@ class ContactSim:
 
     def run(self, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1, t0: float = 0.0,
             tau=None, act=None, dt_sched: float | None = None, progress: bool = False,
-            timed: bool = False) -> ContactRun:
+            timed: bool = False, dissipation: bool = False) -> ContactRun:
         """Step from (q0, qd0) at time t0 for T seconds, recording the start and every stride-th step with its
         contact metrics (AUX). tau (nv,) and act (nact,) held, or schedules dt_sched apart as in simulate.
-        `timed`: split the stepping time into STAGES (clock reads each stage: a little slower). Raises
-        SimulationDiverged if the state goes non-finite."""
+        `timed`: split the stepping time into STAGES (clock reads each stage: a little slower). `dissipation`:
+        integrate the contact's dissipated power at every step into the work_contact column (the producers run
+        twice a step). Raises SimulationDiverged if the state goes non-finite."""
         dyn = self.dyn
         if scheme not in SCHEMES:
             raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
@@ -193,6 +219,7 @@ class ContactSim:
             else np.zeros(dyn.nv)
         work, done_c, timers = np.zeros(1), self.ffi.new("long *"), np.zeros(len(STAGES))
         sc, keep = self._scene()
+        sc.dissipation = int(bool(dissipation))
         ffi = self.ffi
         buf = lambda a: ffi.from_buffer("double[]", a)  # noqa: E731
         chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
@@ -206,7 +233,8 @@ class ContactSim:
                     self._plant, sc, SCHEMES[scheme], n, t0 + done * dt, dt, buf(q), buf(qd), buf(qdd_prev),
                     nsched, dt_sched if nsched > 1 else 1.0, buf(tau_s),
                     ffi.NULL if act_s is None else buf(act_s), stride, buf(Q[rec:]), buf(QD[rec:]), buf(A[rec:]),
-                    buf(work), buf(self.impulse), done_c, buf(timers) if timed else ffi.NULL)
+                    buf(work), buf(self._impulse), buf(self._work_contact), done_c,
+                    buf(timers) if timed else ffi.NULL)
                 seconds += time.perf_counter() - start
                 rec += got
                 done += done_c[0]
@@ -221,10 +249,11 @@ class ContactSim:
         """qdd at the start, with the contact there (ramped as the loop ramps it, the anchors left untouched, the
         brakes on): Verlet's first predictor, as simulate starts fwd_dyn_sim's."""
         con, X = self.contact, self.dyn.bodies(q, qd)
-        ramp = lambda r: r > 0 and t0 < r and t0 / r or 1.0  # noqa: E731  (step.c sim_ramp)
+        t = t0 + 0.5 * dt  # Verlet's force time in the first step (the predictor is Verlet's)
+        ramp = lambda r: min(1.0, t / r) if r > 0 else 1.0  # noqa: E731  (step.c sim_ramp)
         fext = ramp(self.ramp_band) * con.band_fext(X, dt)
         if con.ground is not None:
-            anchors = None if self.anchors is None else self.anchors.copy()
+            anchors = self.anchors  # a copy: this evaluation must not drag the run's anchors
             fext += ramp(self.ramp_ground) * con.ground_fext(X, dt, anchors)
         tau = np.array(tau, dtype=float)
         for b in self.brakes:
@@ -240,7 +269,8 @@ class ContactSim:
         """The AUX row at (q, qd) with no step taken: no work, wrench or impulse but the carried impulse."""
         con, X = self.contact, self.dyn.bodies(q, qd)
         out = np.zeros(len(AUX))
-        out[7:13] = self.impulse
+        out[7:13] = self._impulse
+        out[24] = self._work_contact[0]
         ffi = self.ffi
         d = np.zeros(5)
         self.lib.md_band_depth(con._bands_c, len(con.bands), ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", d))
@@ -250,9 +280,9 @@ class ContactSim:
             self.lib.md_ground_depth(con._ground_c, ffi.from_buffer("double[]", X), ffi.from_buffer("double[]", g))
             out[17:19] = g
             out[20] = con.ground_energy(X)
-            if self.anchors is not None:
+            if self._anchors is not None:
                 out[21] = self.lib.md_ground_anchor_energy(con._ground_c, ffi.from_buffer("double[]", X),
-                                                           ffi.from_buffer("double[]", self.anchors))
+                                                           ffi.from_buffer("double[]", self._anchors))
         out[19] = con.band_energy(X)
         out[22] = sum(0.5 * b.k * (q[self.dyn.model.qidx[b.body]] - b.q0) ** 2 for b in self.brakes)
         return out

@@ -12,12 +12,18 @@ from mechdyn.contact import native as contact_native
 _STEP = Path(__file__).parent / "step.c"
 
 
-def compile(contact_text: str | None = None) -> ModuleType:  # noqa: A001  (the module's verb)
-    """The cffi module of the loop over contact C `contact_text` (a test's planted copy; the product's if None)."""
+def compile(contact_text: str | None = None, step_text: str | None = None) -> ModuleType:  # noqa: A001
+    """The cffi module of the loop: step.c's text `step_text` over contact C `contact_text` (a test's planted
+    copies; the product's where None)."""
     contact_text = contact_native.source() if contact_text is None else contact_text
-    step = _STEP.read_text()
+    step = _STEP.read_text() if step_text is None else step_text
     (loop_api,) = contact_native.api(step)
     return build_source("sim", contact_native.cdef(contact_text) + "\n" + loop_api, contact_text + "\n" + step)
+
+
+def step_source() -> str:
+    """step.c's text, as the product compiles it."""
+    return _STEP.read_text()
 
 
 @cache

@@ -108,7 +108,7 @@ def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int 
         if n == 0:
             continue
         part = sim.run(q, qd, n * step.dt, step.dt, scheme, stride=every, t0=0.0 if run is None else run.t[-1],
-                       progress=progress)
+                       progress=progress, dissipation=every == 1)
         starts.append(0 if run is None else len(run.t) - 1)
         run = part if run is None else _joined(run, part)
         q, qd = run.q[-1], run.qd[-1]
@@ -159,7 +159,8 @@ def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[li
                        f"|ΔP − M·g·Δt − ΔJ| {resid:.4g} N·s against |M·g·Δt| + |ΔJ| {scale:.4g} N·s, "
                        f"t {run.t[ramp]:.3g} -> {run.t[-1]:.3g} s"))
 
-    # energy: the whole budget plus the work dissipated; a loss after the ramp, no step adding much
+    # energy: the whole budget plus the work the model's dampers and the brakes dissipated: a loss after the ramp
+    # (the contact dissipates), and no single step adding much
     E = (mech.kinetic + mech.potential + col("u_band") + col("u_ground") + col("u_anchor") + col("u_brake")
          + col("work"))
     ke_scale = float(mech.kinetic.max())
@@ -175,6 +176,24 @@ def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[li
     gates.append(below("energy_net", net, 0.0, "J", f"E + dissipated work, t {run.t[ramp]:.3g} -> "
                        f"{run.t[-1]:.3g} s: {E[ramp]:.8g} -> {E[-1]:.8g} J (must be a loss)"))
 
+    # the contact's own dissipated work (step.c, integrated at every step of the windows): it never falls over a
+    # step (every law passive), and with it the budget is complete, so over the settled window no step may add
+    # more than truncation: an injection smaller than the contact's losses, which the budget above would hide
+    wc = col("work_contact")
+    drop = float(np.min(wc[one + 1] - wc[one]))
+    gates.append(below("passivity", -drop, 1e-12 * ke_scale, "J",
+                       f"the contact's dissipated work over a step, its least of {len(one)} steps: {drop:.4g} J "
+                       f"(a force law that injects makes it negative)"))
+    last = one[one >= w0]
+    complete = E + wc
+    ke_last = float(mech.kinetic[w0:].max())
+    rise_c = complete[last + 1] - complete[last]
+    k = int(np.argmax(rise_c))
+    gates.append(below("balance", rise_c[k] / ke_last, ENERGY_STEP_BOUND, "of the window's KE",
+                       f"the complete budget (the contact's dissipation included): largest single-step rise "
+                       f"{rise_c[k]:.4g} J at t = {run.t[last[k] + 1]:.4g} s over the last {len(last)} steps against "
+                       f"their largest kinetic energy {ke_last:.4g} J; net {complete[-1] - complete[w0]:.4g} J "
+                       f"against the contact's {wc[-1] - wc[w0]:.4g} J of losses there"))
     # period2: the ground force's alternation from step to step, over the window's steps
     F = np.stack([col("fx"), col("fy"), col("fz")], 1)[w0 + 1:]
     alt = alternation(F)

@@ -36,18 +36,20 @@ typedef struct {
     double *X, *fext, *fband;   /* workspaces: nbody × 18, nbody × 6, nbody × 6 */
     double *torque;             /* workspace: the rollers of all bands (at least 1) */
     double *tau, *qdd, *qdm;    /* workspaces: nv each */
+    int dissipation;            /* integrate the contact's dissipated power into *work_contact (1) or not (0) */
+    double *Xs, *fstat, *astat; /* its workspaces: nbody × 18, nbody × 6, the anchors' copy (ncorner × 4) */
 } md_scene;
 
-enum { MD_AUX = 24 };  /* doubles per recorded row of aux, in this order: */
+enum { MD_AUX = 25 };  /* doubles per recorded row of aux, in this order: */
 /* work, ground wrench (6: moment about the world origin, force; the step's, as applied), ground impulse (6, since
  * the call's start plus *impulse's), pin depth, pins, face depth, faces, ground depth, corners (md_band_depth,
  * md_ground_depth), band potential, ground potential, anchor springs, brake springs (J), crush (md_band_depth's
- * fraction of the crush depth) */
+ * fraction of the crush depth), the contact's dissipated work (J, with sc->dissipation; since *work_contact's) */
 
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
                     long stride, double *traj_q, double *traj_qd, double *traj_aux, double *work, double *impulse,
-                    long *done, double *timers);
+                    double *work_contact, long *done, double *timers);
 /* API end */
 
 /* seconds on the monotonic clock */
@@ -67,16 +69,13 @@ static void sim_lap(double *timers, int k, double *mark)
     *mark = now;
 }
 
-/* the brakes' torques added into tau at (q, qd); the power their dampers dissipate */
-static double sim_brakes(const md_scene *sc, const double *q, const double *qd, double *tau)
+/* the brakes' torques added into tau at (q, qd) */
+static void sim_brakes(const md_scene *sc, const double *q, const double *qd, double *tau)
 {
-    double P = 0.0;
     for (int i = 0; i < sc->nbrake; ++i) {
         const md_brake *b = sc->brakes + i;
         tau[b->iv] -= b->k * (q[b->iq] - b->q0) + b->c * qd[b->iv];
-        P += b->c * qd[b->iv] * qd[b->iv];
     }
-    return P;
 }
 
 /* the dissipated power at (q, qd) counted in *work: the model's dampers and the brakes' */
@@ -120,6 +119,39 @@ static void sim_contact(const md_plant *m, const md_scene *sc, const double *q, 
         for (int i = 0; i < 6 * m->nbody; ++i) sc->fext[i] += sb * sc->fband[i];
     }
     sim_lap(timers, 1, mark);
+}
+
+/* The power the contact dissipates at body rows X, whose wrenches sc->fext the producers just computed (ramped
+ * by sg, sb): the producers again at X with every velocity zeroed give the conservative part alone (the springs,
+ * the tooth and guide potentials, the anchors' springs: every damper and friction term vanishes at zero velocity;
+ * the anchors copied, so the real ones are not dragged), and the rest, −(F − F_static), does −power on the bodies'
+ * motion: Σ n·ω + f·(v − ω × p) over the rows (a wrench about the world origin on a body moving at X). */
+static double sim_dissipated(const md_plant *m, const md_scene *sc, double dt, double sg, double sb)
+{
+    const int nb = m->nbody;
+    memcpy(sc->Xs, sc->X, sizeof(double) * 18 * nb);
+    for (int i = 0; i < nb; ++i) memset(sc->Xs + 18 * i + 12, 0, sizeof(double) * 6);
+    memset(sc->fstat, 0, sizeof(double) * 6 * nb);
+    if (sc->ground) {
+        double *a = NULL;
+        if (sc->anchors) {
+            memcpy(sc->astat, sc->anchors, sizeof(double) * 16 * sc->ground->npad);
+            a = sc->astat;
+        }
+        md_ground_fext(sc->ground, sc->Xs, dt, a, sc->fstat);
+        for (int i = 0; i < 6 * nb; ++i) sc->fstat[i] *= sg;
+    }
+    memset(sc->fband, 0, sizeof(double) * 6 * nb);
+    md_band_fext(sc->bands, sc->nband, sc->Xs, dt, sc->fband, sc->torque);
+    double P = 0.0;
+    for (int i = 0; i < nb; ++i) {
+        const double *x = sc->X + 18 * i, *p = x + 9, *w = x + 12, *v = x + 15;
+        double d[6], vo[3] = {v[0] - (w[1] * p[2] - w[2] * p[1]), v[1] - (w[2] * p[0] - w[0] * p[2]),
+                              v[2] - (w[0] * p[1] - w[1] * p[0])};
+        for (int k = 0; k < 6; ++k) d[k] = sc->fext[6 * i + k] - sc->fstat[6 * i + k] - sb * sc->fband[6 * i + k];
+        P -= d[0] * w[0] + d[1] * w[1] + d[2] * w[2] + d[3] * vo[0] + d[4] * vo[1] + d[5] * vo[2];
+    }
+    return P;
 }
 
 /* the brakes' springs' energy at q */
@@ -174,10 +206,10 @@ static int sim_finite(double x)
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
                     long stride, double *traj_q, double *traj_qd, double *traj_aux, double *work, double *impulse,
-                    long *done, double *timers)
+                    double *work_contact, long *done, double *timers)
 {
     const int nv = m->nv, na = m->nact > 0 ? m->nact : 1;
-    double *qdd = sc->qdd, *qdm = sc->qdm, W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd);
+    double *qdd = sc->qdd, *qdm = sc->qdm, W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact;
     double mark = timers ? sim_now() : 0.0;
     long nrec = 0, k;
     for (int i = 0; i < 6; ++i) J[i] = impulse[i];
@@ -195,6 +227,9 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
             sim_lap(timers, 4, &mark);
         }
         sim_contact(m, sc, q, qv, dt, t, W, timers, &mark);
+        /* at the state the forces were evaluated at, over the step: the midpoint rule of the force's own time */
+        const double pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t),
+                                                           sim_ramp(sc->ramp_band, t)) : 0.0;
         memcpy(sc->tau, tau + s * nv, sizeof(double) * nv);
         sim_brakes(sc, q, qv, sc->tau);
         m->fwd_dyn(q, qv, sc->tau, sc->fext, ac, qdd);
@@ -205,18 +240,19 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
         for (int i = 0; i < m->nq; ++i) sum += q[i];
         for (int i = 0; i < nv; ++i) sum += qd[i];
         if (!sim_finite(sum)) break;
-        w = w1, p0 = p1;
+        w = w1, p0 = p1, wc += pc * dt;
         for (int i = 0; i < 6; ++i) J[i] += W[i] * dt;
         sim_lap(timers, 4, &mark);
         if (stride > 0 && (k + 1) % stride == 0) {
             memcpy(traj_q + nrec * m->nq, q, sizeof(double) * m->nq);
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
             sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
+            traj_aux[nrec * MD_AUX + 24] = wc;
             ++nrec;
             if (timers) mark = sim_now();
         }
     }
-    *work = w;
+    *work = w, *work_contact = wc;
     for (int i = 0; i < 6; ++i) impulse[i] = J[i];
     *done = k;
     return nrec;

@@ -90,21 +90,31 @@ def test_brake_is_an_rsda(track_min):
 
 
 def test_wrench_and_impulse_are_the_producers(track_min):
-    """One Euler step: the ground wrench the loop reports is the sum of Contact.ground_fext's rows at the step's
-    state (ramped), and the impulse is that times dt; a Verlet step's is at the half-drifted state."""
+    """Step by step inside the ground's ramp, the ground wrench the loop reports is the sum of
+    Contact.ground_fext's rows at the state the step evaluates (Euler: the step's start; Verlet: after the first
+    half drift, at the unpredicted velocity) times t/ramp at the step's force time, and the impulse sums them
+    times dt."""
     dyn = track_min
     q0, qd0 = dyn.model.q0(), np.zeros(dyn.nv)
     qd0[dyn.model.vidx[0] + 5] = -0.3  # the hull sinking, so the damper loads too
-    dt = 1e-4
-    for ramp in (0.0, 0.02):
+    qd0[dyn.model.vidx[0] + 3] = 0.2  # and sliding, so the friction does
+    dt, ramp, n = 1e-4, 0.02, 40
+    con = Contact(dyn.model)
+    for scheme, shift in (("euler", 0.0), ("verlet", 0.5)):
         sim = ContactSim(dyn, ramp_ground=ramp)
-        r = sim.run(q0, qd0, dt, dt, "euler")
-        con = Contact(dyn.model)
-        fext = con.ground_fext(dyn.bodies(q0, qd0), dt)
-        want = fext.sum(axis=0) * (0.0 if ramp else 1.0)  # Euler evaluates at t = 0, where the ramp is 0
-        assert np.allclose(r.aux[1, 1:7], want, rtol=1e-14, atol=1e-9)
-        assert np.allclose(r.aux[1, 7:13], want * dt, rtol=1e-14, atol=1e-12)
-        assert np.array_equal(sim.impulse, r.aux[1, 7:13])
+        r = sim.run(q0, qd0, n * dt, dt, scheme)
+        J = np.zeros(6)
+        for k in range(n):
+            q, qd = r.q[k], r.qd[k]
+            if scheme == "verlet":
+                q = dyn.drift(q, qd, 0.5 * dt)
+            want = con.ground_fext(dyn.bodies(q, qd), dt).sum(axis=0) * min(1.0, (k + shift) * dt / ramp)
+            J += want * dt
+            assert np.allclose(r.aux[k + 1, 1:7], want, rtol=1e-12, atol=1e-9), (scheme, k)
+            assert np.allclose(r.aux[k + 1, 7:13], J, rtol=1e-12, atol=1e-12), (scheme, k)
+        assert np.abs(r.aux[-1, 1:7]).max() > 1.0  # the check above is not of zeros
+        assert np.array_equal(sim.impulse, r.aux[-1, 7:13])
+        assert not r.col("work_contact").any()  # not asked for
 
 
 def test_verlet_on_contact_models_has_no_predictor_by_default(track_min):

@@ -3,12 +3,10 @@ planted for it, in the contact C, in the stepping loop's C, or in the model."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mechdyn.codegen.build import build_source
 from mechdyn.contact import native as contact_native
 from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.parse import load_model
@@ -25,17 +23,13 @@ SHORT = 1.2  # s: a planted bug's run (the ground ramp is 0.02 s, the windows th
 
 def loop(contact: tuple[str, str] | None = None, step: tuple[str, str] | None = None):
     """The stepping loop's module with (old, new) replaced once in the contact C and/or in step.c."""
-    c = contact_native.source()
-    s = (Path(native.__file__).parent / "step.c").read_text()
-    for text, plant in ((c, contact), (s, step)):
+    texts = []
+    for text, plant in ((contact_native.source(), contact), (native.step_source(), step)):
         if plant:
             assert text.count(plant[0]) == 1, f"the planted bug's anchor is not unique: {plant[0]!r}"
-    if contact:
-        c = c.replace(*contact)
-    if step:
-        s = s.replace(*step)
-    (api,) = contact_native.api(s)
-    return build_source("sim", contact_native.cdef(c) + "\n" + api, c + "\n" + s)
+            text = text.replace(*plant)
+        texts.append(text)
+    return native.compile(*texts)
 
 
 def gate(res: Settle, name: str):
@@ -90,7 +84,7 @@ def test_the_settle_passes(full):
         print(g.line())
     for n in full.notes:
         print(n)
-    assert [g.name for g in full.gates] == ["crush", "load", "momentum", "energy", "energy_net", "period2"]
+    assert [g.name for g in full.gates] == ["crush", "load", "momentum", "energy", "energy_net", "passivity", "balance", "period2"]
     assert all(g.passed for g in full.gates)
     assert full.run.t[-1] == pytest.approx(4.0, abs=full.step.dt)
     # the windows are every step: their rows are dt apart, and the parts continue each other's work and impulse
@@ -141,6 +135,26 @@ def test_energy_trips_on_an_anti_damper(dyn, short):
     assert not gate(bad, "energy").passed and not gate(bad, "energy_net").passed
 
 
+def test_passivity_trips_on_the_face_friction_sign(dyn, short):
+    """Seed 000's anti-damper: the road wheels' face friction with its sign flipped does positive work, so the
+    contact's dissipated work falls over a step."""
+    mod = loop(contact=("double fric[3] = {k * slip[0], k * slip[1], 0.0};",
+                        "double fric[3] = {-k * slip[0], -k * slip[1], 0.0};"))
+    bad = settle(dyn, T=SHORT, sim=ContactSim(dyn, module=mod))
+    assert gate(short, "passivity").passed
+    assert not gate(bad, "passivity").passed
+
+
+def test_balance_trips_on_a_scheme_that_injects(dyn, short):
+    """Verlet's velocity predictor reaching 8x too far (qd + qdd_prev·4dt) forces the dampers: the scheme injects,
+    which the complete budget sees step by step over the settled window."""
+    plain = settle(dyn, T=SHORT, sim=ContactSim(dyn, predictor=True))
+    mod = loop(step=("qdm[i] = qd[i] + qdd_prev[i] * 0.5 * dt;", "qdm[i] = qd[i] + qdd_prev[i] * 4.0 * dt;"))
+    bad = settle(dyn, T=SHORT, sim=ContactSim(dyn, module=mod, predictor=True))
+    assert gate(short, "balance").passed and gate(plain, "balance").passed
+    assert not gate(bad, "balance").passed
+
+
 def test_period2_trips_on_a_damper_past_its_explicit_limit(dyn, short):
     """The ground's normal damper 100x too strong: c·dt/m = 3.8 on a pad corner, past the explicit limit of 2, so
     each step's damping reverses the corner's normal velocity and the force alternates from step to step, bounded
@@ -176,7 +190,7 @@ def test_mechdyn_sim_settles_a_tracked_model(dyn, capsys):
     print(out)
     assert code == 0
     assert "90 samples per contact period" in out and "the accuracy step" in out
-    for name in ("crush", "load", "momentum", "energy", "energy_net", "period2"):
+    for name in ("crush", "load", "momentum", "energy", "energy_net", "passivity", "balance", "period2"):
         assert f"PASS {name}:" in out
     assert "real-time factor" in out and "wall in all (real-time factor" in out
 
@@ -185,12 +199,13 @@ def test_mechdyn_sim_exits_1_when_a_gate_fails(dyn, capsys):
     """At 6 samples per contact period a step of the start's transient adds energy (1.6 J at t = 0.14 s)."""
     code, out = sim_cli(capsys, "track_min", "--time", "1.2", "--samples", "6")
     print(out)
-    assert code == 1 and "FAIL energy:" in out and "not all 6 gates passed" in out
+    assert code == 1 and "FAIL energy:" in out and "not all 8 gates passed" in out
 
 
 @pytest.mark.parametrize("argv, needle", [(("--seed", "1"), "--seed is not available"),
-                                          (("--time", "0.9"), "--time must exceed 1 s"),
-                                          (("--stride", "100000"), "stride of 100000")])
+                                          (("--time", "0.9"), "T must exceed 1 s, got 0.9"),
+                                          (("--stride", "100000"), "stride of 100000"),
+                                          (("--slope", "15", "--hold-time", "2"), "--hold-time must exceed 2")])
 def test_mechdyn_sim_contact_refuses(dyn, capsys, argv, needle):
     code, out = sim_cli(capsys, "track_min", *argv)
     assert code == 2 and needle in out, out
