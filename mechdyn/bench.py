@@ -291,7 +291,8 @@ class ContactSimBench:
     bare_cpu: float  # CPU s, recording only the last row
     timed_cpu: float  # CPU s with timed=True: the clock read around every stage
     wall: float  # wall s of the recorded run's stepping calls
-    stages: dict[str, float]  # wall s per stage of the fastest timed repeat (ContactSim STAGES)
+    stages: dict[str, float]  # wall s per stage (ContactSim STAGES) over the span: per chunk the minimum over repeats
+    chunk: int  # steps per timed call of the stages' pass
     clock_reads: int  # per step, with timed=True
     repeats: int
     load: tuple[float, float]  # the 1-minute load average before and after
@@ -341,16 +342,19 @@ class ContactSimBench:
                 f"(CPU time; {self.wall_realtime_factor:.2f} on the wall clock)",
                 f"bench: recording {100 * self.recording:13.1f} %  of it ({self.rows} rows, stride {self.stride}); "
                 f"timing every stage adds {100 * self.clock_overhead:.1f} %",
-                f"bench: the unrecorded step {bare:.2f} us, by stage:",
+                f"bench: the unrecorded step {bare:.2f} us, by stage (in calls of {self.chunk} steps):",
                 *(f"bench:   {k:<12} {f * bare:9.2f} us  {100 * f:5.1f} %" for k, f in self.split().items())]
 
 
 def bench_contact_sim(dyn: Dynamics, dt: float | None = None, simulated: float = 1.0, lead_in: float = 0.1,
-                      repeats: int = 7, rows_per_s: float = 500.0) -> ContactSimBench:
+                      repeats: int = 7, rows_per_s: float = 500.0, chunk_s: float = 0.01) -> ContactSimBench:
     """Time ContactSim.run (Verlet, no predictor) over `simulated` s of the settle from q0 at rest, each repeat
     from the state reached after an untimed `lead_in` s: recording rows_per_s rows a simulated second, recording
-    one, and timed by stage, interleaved. dt: the accuracy step (accuracy_step) when None."""
-    from mechdyn.sim.contact import ContactSim, accuracy_step
+    one, and timed by stage, interleaved; CPU time. The stages' proportions are read on the wall clock (step.c's
+    timers), so they are taken in calls of chunk_s simulated s through the same span, each chunk's stage the
+    minimum over repeats: short calls, of which some run unpreempted on a shared machine. dt: the accuracy step
+    (accuracy_step) when None."""
+    from mechdyn.sim.contact import STAGES, ContactSim, accuracy_step
     from mechdyn.sim.run import step_count
 
     sim = ContactSim(dyn)
@@ -364,8 +368,11 @@ def bench_contact_sim(dyn: Dynamics, dt: float | None = None, simulated: float =
     q1, qd1, t1 = lead.q[-1], lead.qd[-1], lead.t[-1]
     steps = step_count(simulated, dt)
     stride = max(1, round(1.0 / (rows_per_s * dt)))
+    chunk = max(1, min(steps, round(chunk_s / dt)))
+    marks = sim.run(q1, qd1, simulated, dt, stride=chunk, t0=t1)  # the state at every chunk's start
+    lengths = [min(chunk, steps - k * chunk) for k in range(-(-steps // chunk))]
     best = dict.fromkeys(("none", "rec", "bare", "timed", "wall"), np.inf)
-    stages: dict[str, float] = {}
+    laps = np.full((len(lengths), len(STAGES)), np.inf)
     with tqdm(total=repeats, desc=f"bench {dyn.model.name}: stepping with contact", unit="pass", leave=False,
               disable=None) as bar:
         for _ in range(repeats):
@@ -373,13 +380,14 @@ def bench_contact_sim(dyn: Dynamics, dt: float | None = None, simulated: float =
                                       ("bare", simulated, steps, False), ("timed", simulated, steps, True)):
                 c0 = time.thread_time()
                 r = sim.run(q1, qd1, T, dt, stride=s, t0=t1, timed=timed)
-                c = time.thread_time() - c0
-                if timed and c < best["timed"]:
-                    stages = r.stages
-                best[kind] = min(best[kind], c)
+                best[kind] = min(best[kind], time.thread_time() - c0)
                 if kind == "rec":
                     best["wall"] = min(best["wall"], r.seconds)
+            for k, n in enumerate(lengths):
+                r = sim.run(marks.q[k], marks.qd[k], n * dt, dt, stride=n, t0=marks.t[k], timed=True)
+                laps[k] = np.minimum(laps[k], [r.stages[name] for name in STAGES])
             bar.update()
     return ContactSimBench(dyn.model.name, dt, how, lead_in, steps * dt, steps, stride, steps // stride,
                            best["rec"] - best["none"], best["bare"] - best["none"], best["timed"] - best["none"],
-                           best["wall"], stages, 6, repeats, (load0, os.getloadavg()[0]))
+                           best["wall"], dict(zip(STAGES, laps.sum(axis=0).tolist())), chunk, 6, repeats,
+                           (load0, os.getloadavg()[0]))
