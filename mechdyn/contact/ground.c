@@ -61,13 +61,21 @@ static int ground_cell(double s, double s0, double ds, int n, double *t, int *in
     return i;
 }
 
+/* ground_terrain on a sine or a grid: kept out of line, so that the plane's few products inline at every call */
+static void ground_curved(const md_ground *g, double x, double y, double *h);
+
 /* h = (h, ∂h/∂x, ∂h/∂y) of the terrain at (x, y) */
-static void ground_terrain(const md_ground *g, double x, double y, double *h)
+static inline void ground_terrain(const md_ground *g, double x, double y, double *h)
 {
     const double *p = g->p;
-    if (g->kind == MD_PLANE) {
-        h[0] = p[0] + p[1] * x + p[2] * y, h[1] = p[1], h[2] = p[2];
-    } else if (g->kind == MD_SINE) {
+    if (g->kind == MD_PLANE) h[0] = p[0] + p[1] * x + p[2] * y, h[1] = p[1], h[2] = p[2];
+    else ground_curved(g, x, y, h);
+}
+
+static __attribute__((noinline)) void ground_curved(const md_ground *g, double x, double y, double *h)
+{
+    const double *p = g->p;
+    if (g->kind == MD_SINE) {
         double kx = GROUND_TWO_PI / p[2], ky = GROUND_TWO_PI / p[3];
         double sx = sin(kx * x), cx = cos(kx * x), sy = sin(ky * y), cy = cos(ky * y);
         h[0] = p[0] + p[1] * sx * sy, h[1] = p[1] * kx * cx * sy, h[2] = p[1] * ky * sx * cy;
