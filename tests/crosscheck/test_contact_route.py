@@ -457,7 +457,7 @@ def _tilted(model, slope: float = 0.003):
     hx = −slope, whose normal the C computes once a call (ground.c, ground_share_call)."""
     n = np.array([slope, 0.0, 1.0]) / np.hypot(slope, 1.0)
     d = -0.58 * n[2] - 1.6 * n[0]  # h = (d − nx·x)/nz = −0.58 at x = −1.6
-    return dataclasses.replace(model, ground=dataclasses.replace(model.ground, params=n.tolist() + [float(d)]))
+    return dataclasses.replace(model, ground=dataclasses.replace(model.ground, params=np.array([*n, d])))
 
 
 def test_c_matches_numpy_on_a_tilted_plane():
