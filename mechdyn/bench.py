@@ -1,4 +1,5 @@
-"""Benchmark of the generated code alone: fwd_dyn timed in a C loop, fwd_dyn_batch, and Verlet stepping in C.
+"""Benchmark of the generated code alone: fwd_dyn timed in a C loop, fwd_dyn_batch, and Verlet stepping in C;
+and of a tracked model's contact stepping loop (bench_contact_sim: step.c, stage by stage).
 
 Timing is the minimum over repeats of a C loop that cycles through a pool of
 256 random states with a running checksum (so the compiler cannot drop calls),
