@@ -1,4 +1,5 @@
-"""Benchmark of the generated code alone: fwd_dyn timed in a C loop, fwd_dyn_batch, and Verlet stepping in C.
+"""Benchmark of the generated code alone: fwd_dyn timed in a C loop, fwd_dyn_batch, and Verlet stepping in C;
+and of a tracked model's contact stepping loop (bench_contact_sim: step.c, stage by stage).
 
 Timing is the minimum over repeats of a C loop that cycles through a pool of
 256 random states with a running checksum (so the compiler cannot drop calls),
@@ -272,3 +273,123 @@ def bench_sim(dyn: Dynamics, dt: float, seconds: float = 0.3, repeats: int = 5) 
         py_rate = m / (time.perf_counter() - t0)
         bar.update()
     return SimBenchResult(dyn.model.name, dt, c_rate, py_rate)
+
+
+@dataclass(frozen=True)
+class ContactSimBench:
+    """The contact stepping loop (ContactSim.run) timed on a settle from q0 at rest. Each figure is the minimum
+    over repeats; the CPU seconds are the calling thread's, less a run of no steps (so time the process spent
+    preempted on a shared machine is not counted), the wall seconds are the stepping calls' own (ContactRun)."""
+    model: str
+    dt: float
+    step: str  # how dt was chosen
+    lead_in: float  # s simulated, untimed, before each timed span (past the ground's gain ramp)
+    simulated: float  # s simulated per timed repeat
+    steps: int
+    stride: int
+    rows: int
+    cpu: float  # CPU s, recording every stride-th row: what `mechdyn sim` pays
+    bare_cpu: float  # CPU s, recording only the last row
+    timed_cpu: float  # CPU s with timed=True: the clock read around every stage
+    wall: float  # wall s of the recorded run's stepping calls
+    stages: dict[str, float]  # wall s per stage (ContactSim STAGES) over the span: per chunk the minimum over repeats
+    chunk: int  # steps per timed call of the stages' pass
+    clock_reads: int  # per step, with timed=True
+    repeats: int
+    load: tuple[float, float]  # the 1-minute load average before and after
+
+    @property
+    def us_per_step(self) -> float:
+        return 1e6 * self.cpu / self.steps
+
+    @property
+    def realtime_factor(self) -> float:
+        """Simulated over CPU seconds: the stepping loop alone on one core."""
+        return self.simulated / self.cpu
+
+    @property
+    def wall_realtime_factor(self) -> float:
+        return self.simulated / self.wall
+
+    @property
+    def recording(self) -> float:
+        """The recording's share of the recorded step."""
+        return (self.cpu - self.bare_cpu) / self.cpu
+
+    @property
+    def clock_overhead(self) -> float:
+        """What timing every stage adds, as a fraction of the untimed, unrecorded step."""
+        return (self.timed_cpu - self.bare_cpu) / self.bare_cpu
+
+    def split(self) -> dict[str, float]:
+        """Each stage as a fraction of the untimed, unrecorded step: its share of the timed step less its share of
+        the clock reads' overhead (spread evenly over the reads, each charged to the stage its lap ends). The
+        fractions add up to 1 by construction."""
+        total, o = sum(self.stages.values()), self.clock_overhead
+        laps = {"integration": self.clock_reads - 4}  # the drifts: one lap (Euler) or two (Verlet) a step
+        return {k: s / total * (1 + o) - o * laps.get(k, 1) / self.clock_reads for k, s in self.stages.items()}
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"us_per_step": self.us_per_step, "realtime_factor": self.realtime_factor,
+                               "wall_realtime_factor": self.wall_realtime_factor, "recording": self.recording,
+                               "clock_overhead": self.clock_overhead, "split": self.split(), "machine": machine()}
+
+    def lines(self) -> list[str]:
+        bare = 1e6 * self.bare_cpu / self.steps
+        return [f"bench: {self.model} settling from q0 at rest with contact, Verlet, {self.step} on {machine()}",
+                f"bench: {self.simulated:g} s simulated after a {self.lead_in:g} s lead-in, {self.steps} steps, "
+                f"minimum of {self.repeats} repeats (load average {self.load[0]:.2f} before, {self.load[1]:.2f} after)",
+                f"bench: stepping loop {self.us_per_step:9.2f} us/step  real-time factor {self.realtime_factor:.2f} "
+                f"(CPU time; {self.wall_realtime_factor:.2f} on the wall clock)",
+                f"bench: recording {100 * self.recording:13.1f} %  of it ({self.rows} rows, stride {self.stride}); "
+                f"timing every stage adds {100 * self.clock_overhead:.1f} %",
+                f"bench: the unrecorded step {bare:.2f} us (on the wall clock, timed, in calls of {self.chunk} "
+                f"steps: {1e6 * sum(self.stages.values()) / self.steps:.2f} us), by stage:",
+                *(f"bench:   {k:<12} {f * bare:9.2f} us  {100 * f:5.1f} %" for k, f in self.split().items())]
+
+
+def bench_contact_sim(dyn: Dynamics, dt: float | None = None, simulated: float = 1.0, lead_in: float = 0.1,
+                      repeats: int = 7, rows_per_s: float = 500.0, chunk_s: float = 0.01) -> ContactSimBench:
+    """Time ContactSim.run (Verlet, no predictor) over `simulated` s of the settle from q0 at rest, each repeat
+    from the state reached after an untimed `lead_in` s: recording rows_per_s rows a simulated second, recording
+    one, and timed by stage, interleaved; CPU time. The stages' proportions are read on the wall clock (step.c's
+    timers), so they are taken in calls of chunk_s simulated s through the same span, each chunk's stage the
+    minimum over repeats: short calls, of which some run unpreempted on a shared machine. dt: the accuracy step
+    (accuracy_step) when None."""
+    from mechdyn.sim.contact import STAGES, ContactSim, accuracy_step
+    from mechdyn.sim.run import step_count
+
+    sim = ContactSim(dyn)
+    if dt is None:
+        chosen = accuracy_step(sim.contact)
+        dt, how = chosen.dt, chosen.describe()
+    else:
+        how = f"dt {dt:.4g} s (given)"
+    load0 = os.getloadavg()[0]
+    lead = sim.run(dyn.model.q0(), np.zeros(dyn.nv), lead_in, dt, stride=max(1, step_count(lead_in, dt)))
+    q1, qd1, t1 = lead.q[-1], lead.qd[-1], lead.t[-1]
+    steps = step_count(simulated, dt)
+    stride = max(1, round(1.0 / (rows_per_s * dt)))
+    chunk = max(1, min(steps, round(chunk_s / dt)))
+    marks = sim.run(q1, qd1, simulated, dt, stride=chunk, t0=t1)  # the state at every chunk's start
+    lengths = [min(chunk, steps - k * chunk) for k in range(-(-steps // chunk))]
+    best = dict.fromkeys(("none", "rec", "bare", "timed", "wall"), np.inf)
+    laps = np.full((len(lengths), len(STAGES)), np.inf)
+    with tqdm(total=repeats, desc=f"bench {dyn.model.name}: stepping with contact", unit="pass", leave=False,
+              disable=None) as bar:
+        for _ in range(repeats):
+            for kind, T, s, timed in (("none", 0.0, 1, False), ("rec", simulated, stride, False),
+                                      ("bare", simulated, steps, False), ("timed", simulated, steps, True)):
+                c0 = time.thread_time()
+                r = sim.run(q1, qd1, T, dt, stride=s, t0=t1, timed=timed)
+                best[kind] = min(best[kind], time.thread_time() - c0)
+                if kind == "rec":
+                    best["wall"] = min(best["wall"], r.seconds)
+            for k, n in enumerate(lengths):
+                r = sim.run(marks.q[k], marks.qd[k], n * dt, dt, stride=n, t0=marks.t[k], timed=True)
+                laps[k] = np.minimum(laps[k], [r.stages[name] for name in STAGES])
+            bar.update()
+    return ContactSimBench(dyn.model.name, dt, how, lead_in, steps * dt, steps, stride, steps // stride,
+                           best["rec"] - best["none"], best["bare"] - best["none"], best["timed"] - best["none"],
+                           best["wall"], dict(zip(STAGES, laps.sum(axis=0).tolist())), chunk, 6, repeats,
+                           (load0, os.getloadavg()[0]))

@@ -142,9 +142,13 @@ def moved(old: str, new: str) -> InputError:
     return InputError(f"'mechdyn {old}' moved to the verification harness: run 'crosscheck {new}'")
 
 
+ACCURACY_STEP = 0.0  # `bench --sim` given without DT (no DT can be 0): the contact step chosen by accuracy
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Time the generated forward dynamics alone (fwd_dyn and fwd_dyn_batch, or Verlet stepping with --sim)."""
-    from mechdyn.bench import bench, bench_sim
+    """Time the generated forward dynamics alone (fwd_dyn and fwd_dyn_batch), or with --sim the stepping loop: a
+    tree model's Verlet stepping, a model with contact its contact stepping loop."""
+    from mechdyn.bench import bench, bench_contact_sim, bench_sim
     from mechdyn.dynamics import Dynamics
 
     if args.contact and args.sim is not None:
@@ -153,11 +157,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.peers:  # before any work: the side-by-side benchmark is the harness's
         given = [args.model] + (["--repeats", str(args.repeats)] if args.repeats != 7 else []) + ["--json"] * args.json
         raise moved("bench --peers", shlex.join(["bench", "--peers", *given]))
-    dyn = Dynamics(load_model(args.model), progress=True)
+    model = load_model(args.model)
+    contact = bool(model.tracks) or model.ground is not None
+    if args.sim == ACCURACY_STEP and not contact:
+        raise InputError(f"bench: --sim without DT takes the contact step chosen by accuracy, and '{model.name}' "
+                         "has no band and no ground; give --sim DT")
+    dyn = Dynamics(model, progress=True)
     from mechdyn.sim.run import SimulationDiverged
 
     try:
-        res = bench_sim(dyn, args.sim) if args.sim is not None else bench(dyn, repeats=args.repeats)
+        if args.sim is not None and contact:
+            res = bench_contact_sim(dyn, None if args.sim == ACCURACY_STEP else args.sim, repeats=args.repeats)
+        elif args.sim is not None:
+            res = bench_sim(dyn, args.sim)
+        else:
+            res = bench(dyn, repeats=args.repeats)
     except SimulationDiverged as e:
         print(f"bench: {e}; a smaller --sim DT may keep it finite", file=sys.stderr)
         return EXIT_FAIL
@@ -468,8 +482,12 @@ def parser() -> argparse.ArgumentParser:
                        "crosscheck bench MODEL; beside Pinocchio and MuJoCo: crosscheck bench --peers MODEL.")
     b.add_argument("model", help="a model name in models/ or a path to a .mech file")
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
-    b.add_argument("--sim", type=positive_float, metavar="DT", help="instead, time Verlet stepping at step DT: in C "
-                   "(fwd_dyn_sim) against the same loop driven from Python one forward() call at a time")
+    b.add_argument("--sim", type=positive_float, metavar="DT", nargs="?", const=ACCURACY_STEP,
+                   help="instead, time stepping at step DT. A model with contact: its contact stepping loop, a settle "
+                   "from q0 at rest (1 s after a 0.1 s lead-in), the real-time factor, us per step and the split into "
+                   "kinematics, band, ground, dynamics and integration; DT defaults to the step chosen by accuracy. A "
+                   "tree model: Verlet in C (fwd_dyn_sim) against the same loop driven from Python one forward() "
+                   "call at a time (DT required)")
     b.add_argument("--peers", action="store_true", help="moved: crosscheck bench --peers MODEL (this says so, "
                    "exit 2)")
     b.add_argument("--contact", action="store_true", help="also time the band and ground contact producers (a "

@@ -98,7 +98,9 @@ def test_sim_numbers(args, needles):
     (["--repeats", "-1"], ["argument --repeats", "-1"]),
     (["--sim", "0"], ["argument --sim", "finite number > 0", "0"]),
     (["--sim", "nan"], ["argument --sim", "nan"]),
-    (["--sim", "-inf"], ["argument --sim"]),
+    (["--sim", "-0.5"], ["argument --sim", "finite number > 0", "-0.5"]),
+    # --sim's DT is optional (a contact model's accuracy step), so argparse reads "-inf" as an option, not as DT
+    (["--sim", "-inf"], ["unrecognized arguments: -inf"]),
 ])
 def test_bench_numbers(args, needles):
     assert_input_error(cli("mechdyn", "bench", "elbow", *args), *needles)

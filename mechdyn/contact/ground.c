@@ -61,13 +61,21 @@ static int ground_cell(double s, double s0, double ds, int n, double *t, int *in
     return i;
 }
 
+/* ground_terrain on a sine or a grid: kept out of line, so that the plane's few products inline at every call */
+static void ground_curved(const md_ground *g, double x, double y, double *h);
+
 /* h = (h, ∂h/∂x, ∂h/∂y) of the terrain at (x, y) */
-static void ground_terrain(const md_ground *g, double x, double y, double *h)
+static inline void ground_terrain(const md_ground *g, double x, double y, double *h)
 {
     const double *p = g->p;
-    if (g->kind == MD_PLANE) {
-        h[0] = p[0] + p[1] * x + p[2] * y, h[1] = p[1], h[2] = p[2];
-    } else if (g->kind == MD_SINE) {
+    if (g->kind == MD_PLANE) h[0] = p[0] + p[1] * x + p[2] * y, h[1] = p[1], h[2] = p[2];
+    else ground_curved(g, x, y, h);
+}
+
+static __attribute__((noinline)) void ground_curved(const md_ground *g, double x, double y, double *h)
+{
+    const double *p = g->p;
+    if (g->kind == MD_SINE) {
         double kx = GROUND_TWO_PI / p[2], ky = GROUND_TWO_PI / p[3];
         double sx = sin(kx * x), cx = cos(kx * x), sy = sin(ky * y), cy = cos(ky * y);
         h[0] = p[0] + p[1] * sx * sy, h[1] = p[1] * kx * cx * sy, h[2] = p[1] * ky * sx * cy;
@@ -95,31 +103,73 @@ void md_terrain(const md_ground *g, double x, double y, double *h)
     ground_terrain(g, x, y, h);
 }
 
-/* the implicit regularized-Coulomb coefficient k̃ against mass m over dt: the force is −k̃·u */
-static double ground_friction(double mu, double load, double slip2, double v_eps, double dt, double m)
+/* The terrain's normal at slopes h (ground_terrain's): m = (−hx, −hy, 1), its unit n̂ = m/|m| into nrm[0..2] and
+ * |m| into nrm[3] */
+static void ground_normal(const double *h, double *nrm)
 {
-    double k = mu * load / sqrt(slip2 + v_eps * v_eps);
-    return k / (1.0 + k * dt / m);
+    double mm = sqrt(h[1] * h[1] + h[2] * h[2] + 1.0), inv = 1.0 / mm;
+    nrm[0] = -h[1] * inv, nrm[1] = -h[2] * inv, nrm[2] = inv, nrm[3] = mm;
+}
+
+/* What the corners of one pad share in a call, computed once: the plane's normal (a plane's slope is constant),
+ * and the friction's constants of the corner mass m over dt. */
+typedef struct {
+    int plane;       /* the terrain is a plane: nrm is its normal everywhere */
+    double nrm[4];   /* ground_normal of the plane */
+    double dtm;      /* dt / m */
+    double ct, kd;   /* anchored: c̃t = cg / (1 + cg·dt/m), and kt + c̃t/dt */
+} ground_shared;
+
+/* the call's share: the plane's normal */
+static void ground_share_call(const md_ground *g, ground_shared *s)
+{
+    s->plane = g->kind == MD_PLANE;
+    if (s->plane) {
+        double h[3] = {0.0, g->p[1], g->p[2]};
+        ground_normal(h, s->nrm);
+    }
+}
+
+/* a pad's share: its corners' mass m over dt */
+static void ground_share_pad(const md_ground *g, double m, double dt, int anchored, ground_shared *s)
+{
+    s->dtm = dt / m;
+    if (anchored) {
+        s->ct = g->cg / (1.0 + g->cg * dt / m);
+        s->kd = g->kt + s->ct / dt;
+    }
+}
+
+/* The implicit regularized-Coulomb coefficient k̃ = k / (1 + k·dt/m), k = μ·load/√(slip² + v_eps²), with
+ * dtm = dt/m: the force is −k̃·u. Written as μ·load / (√(slip² + v_eps²) + μ·load·dt/m): one division. */
+static double ground_friction(double mu, double load, double slip2, double v_eps, double dtm)
+{
+    double muN = mu * load;
+    return muN / (sqrt(slip2 + v_eps * v_eps) + muN * dtm);
 }
 
 /* The anchored (elastoplastic) tangential force at a corner in contact: f from the anchor a (anchor[0..2]),
  * a dragged back onto the friction cone by a backward-Euler return when the trial force leaves it. */
-static void ground_anchored(const md_ground *g, const double *p, const double *ut, double load, double m, double dt,
-                            double *anchor, double *f)
+static void ground_anchored(const md_ground *g, const ground_shared *sh, const double *p, const double *ut,
+                            double load, double *anchor, double *f)
 {
-    double ha[3];
-    ground_terrain(g, anchor[0], anchor[1], ha);
-    double na = 1.0 / sqrt(ha[1] * ha[1] + ha[2] * ha[2] + 1.0);
-    double n[3] = {-ha[1] * na, -ha[2] * na, na}, dp[3] = {p[0] - anchor[0], p[1] - anchor[1], p[2] - anchor[2]};
-    double dn = dp[0] * n[0] + dp[1] * n[1] + dp[2] * n[2];
-    double ct = g->cg / (1.0 + g->cg * dt / m), f2 = 0.0;
+    double na[4];
+    if (sh->plane) {
+        for (int k = 0; k < 4; ++k) na[k] = sh->nrm[k];
+    } else {
+        double ha[3];
+        ground_terrain(g, anchor[0], anchor[1], ha);
+        ground_normal(ha, na);
+    }
+    double dp[3] = {p[0] - anchor[0], p[1] - anchor[1], p[2] - anchor[2]};
+    double dn = dp[0] * na[0] + dp[1] * na[1] + dp[2] * na[2], f2 = 0.0;
     for (int k = 0; k < 3; ++k) {
-        f[k] = -g->kt * (dp[k] - dn * n[k]) - ct * ut[k];
+        f[k] = -g->kt * (dp[k] - dn * na[k]) - sh->ct * ut[k];
         f2 += f[k] * f[k];
     }
     double cone = g->mu * load;
     if (f2 <= cone * cone) return; /* stick */
-    double s = cone / sqrt(f2), drag = (s - 1.0) / (g->kt + ct / dt);
+    double s = cone / sqrt(f2), drag = (s - 1.0) / sh->kd;
     for (int k = 0; k < 3; ++k) {
         anchor[k] += drag * f[k];
         f[k] *= s;
@@ -127,21 +177,23 @@ static void ground_anchored(const md_ground *g, const double *p, const double *u
 }
 
 /* The force F on a point p, moving at u, whose vertical gap below the terrain (h = height and slopes at p) is
- * gap > 0; its friction against mass m over dt, anchored when anchor is not NULL; the point's potential. */
-static double ground_force(const md_ground *g, const double *p, const double *h, double gap, const double *u,
-                           double m, double dt, double *anchor, double *F)
+ * gap > 0; its friction with the constants sh (anchored when anchor is not NULL); the point's potential. */
+static double ground_force(const md_ground *g, const ground_shared *sh, const double *p, const double *h, double gap,
+                           const double *u, double *anchor, double *F)
 {
     double gdot = h[1] * u[0] + h[2] * u[1] - u[2];
     double f = g->kn * gap + g->cg * (gap < g->ramp ? gap / g->ramp : 1.0) * gdot; /* the damper ramped in */
     f = f > 0.0 ? f : 0.0;
-    double mvec[3] = {-h[1], -h[2], 1.0}, mm = sqrt(h[1] * h[1] + h[2] * h[2] + 1.0), inv = 1.0 / mm;
-    double n[3] = {mvec[0] * inv, mvec[1] * inv, mvec[2] * inv}, un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
-    double ut[3] = {u[0] - un * n[0], u[1] - un * n[1], u[2] - un * n[2]}, ft[3], load = f * mm;
+    double own[4];
+    const double *n = sh->plane ? sh->nrm : own;
+    if (!sh->plane) ground_normal(h, own);
+    double mvec[3] = {-h[1], -h[2], 1.0}, un = u[0] * n[0] + u[1] * n[1] + u[2] * n[2];
+    double ut[3] = {u[0] - un * n[0], u[1] - un * n[1], u[2] - un * n[2]}, ft[3], load = f * n[3];
     if (anchor) {
         if (anchor[3] == 0.0) anchor[0] = p[0], anchor[1] = p[1], anchor[2] = p[2], anchor[3] = 1.0;
-        ground_anchored(g, p, ut, load, m, dt, anchor, ft);
+        ground_anchored(g, sh, p, ut, load, anchor, ft);
     } else {
-        double k = ground_friction(g->mu, load, ut[0] * ut[0] + ut[1] * ut[1] + ut[2] * ut[2], g->v_eps, dt, m);
+        double k = ground_friction(g->mu, load, ut[0] * ut[0] + ut[1] * ut[1] + ut[2] * ut[2], g->v_eps, sh->dtm);
         for (int k3 = 0; k3 < 3; ++k3) ft[k3] = -k * ut[k3];
     }
     for (int k = 0; k < 3; ++k) F[k] = f * mvec[k] + ft[k];
@@ -161,7 +213,10 @@ double md_ground_point(const md_ground *g, const double *p, const double *u, dou
         if (anchor) anchor[3] = 0.0;
         return 0.0;
     }
-    return ground_force(g, p, h, gap, u, m, dt, anchor, F);
+    ground_shared sh;
+    ground_share_call(g, &sh);
+    ground_share_pad(g, m, dt, anchor != NULL, &sh);
+    return ground_force(g, &sh, p, h, gap, u, anchor, F);
 }
 
 /* Every pad corner against the terrain: the wrenches on the padded shoes added into fext (nbody × 6); the
@@ -172,6 +227,8 @@ double md_ground_point(const md_ground *g, const double *p, const double *u, dou
 double md_ground_fext(const md_ground *g, const double *X, double dt, double *anchors, double *fext)
 {
     double U = 0.0;
+    ground_shared sh;
+    ground_share_call(g, &sh);
     for (int i = 0; i < g->npad; ++i) {
         const double *R = X + 18 * g->pad_body[i], *ps = R + 9, *w = R + 12, *v = R + 15;
         double *row = fext + 6 * g->pad_body[i], *anchor = anchors ? anchors + 16 * i : NULL;
@@ -183,6 +240,7 @@ double md_ground_fext(const md_ground *g, const double *X, double dt, double *an
                 continue;
             }
         }
+        ground_share_pad(g, g->corner_mass[i], dt, anchor != NULL, &sh);
         for (int c = 0; c < 4; ++c) {
             const double *cl = g->corner + 12 * i + 3 * c;
             double r[3], p[3], u[3], F[3] = {0.0, 0.0, 0.0}, h[3];
@@ -197,7 +255,7 @@ double md_ground_fext(const md_ground *g, const double *X, double dt, double *an
             u[0] = v[0] + w[1] * r[2] - w[2] * r[1];
             u[1] = v[1] + w[2] * r[0] - w[0] * r[2];
             u[2] = v[2] + w[0] * r[1] - w[1] * r[0];
-            U += ground_force(g, p, h, gap, u, g->corner_mass[i], dt, anchor ? anchor + 4 * c : NULL, F);
+            U += ground_force(g, &sh, p, h, gap, u, anchor ? anchor + 4 * c : NULL, F);
             if (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0) continue; /* adding zeros changes no sum */
             row[0] += p[1] * F[2] - p[2] * F[1];
             row[1] += p[2] * F[0] - p[0] * F[2];
@@ -241,11 +299,11 @@ double md_ground_anchor_energy(const md_ground *g, const double *X, const double
         for (int c = 0; c < 4; ++c) {
             const double *a = anchors + 16 * i + 4 * c;
             if (a[3] == 0.0) continue;
-            double p[3], ha[3];
+            double p[3], ha[3], n[4];
             ground_corner(g, X, i, c, p);
             ground_terrain(g, a[0], a[1], ha);
-            double na = 1.0 / sqrt(ha[1] * ha[1] + ha[2] * ha[2] + 1.0);
-            double n[3] = {-ha[1] * na, -ha[2] * na, na}, dp[3] = {p[0] - a[0], p[1] - a[1], p[2] - a[2]};
+            ground_normal(ha, n);
+            double dp[3] = {p[0] - a[0], p[1] - a[1], p[2] - a[2]};
             double dn = dp[0] * n[0] + dp[1] * n[1] + dp[2] * n[2], z2 = 0.0;
             for (int k = 0; k < 3; ++k) z2 += (dp[k] - dn * n[k]) * (dp[k] - dn * n[k]);
             E += 0.5 * g->kt * z2;

@@ -59,8 +59,8 @@ def test_an_implicit_friction_reciprocal_error_is_caught():
     from mechdyn.contact import Contact
     from .conftest import planted
     con = contact("m113")
-    bad = Contact(con.model, module=planted("return k / (1.0 + k * dt / m);\n}\n\n/* The anchored",
-                                            "return k * (1.0 + k * dt / m);\n}\n\n/* The anchored"))
+    bad = Contact(con.model, module=planted("return muN / (sqrt(slip2 + v_eps * v_eps) + muN * dtm);",
+                                            "return muN * (sqrt(slip2 + v_eps * v_eps) + muN * dtm);"))
     g = ground_struct(bad, 0.01)
     F = ground_point(bad, g, [0.0, 0.0, -3e4 / g.kn], [0.1, 0.0, 0.0], 4.5, 2e-4)
     assert -F[0] * 2e-4 / 4.5 / 0.1 > 1.0

@@ -450,3 +450,33 @@ def test_padded_check_catches_a_wrench_on_the_wrong_body():
     others = [i for i in range(model.nbody) if i not in shoes]
     rng = np.random.default_rng(5)
     assert any(con.ground_fext(route.perturbed_rows(model, rng), dt=DT)[others].any() for _ in range(20))
+
+
+def _tilted(model, slope: float = 0.003):
+    """The model on its plane tilted about y through (x, z) = (−1.6, −0.58), uphill towards −x: a constant slope
+    hx = −slope, whose normal the C computes once a call (ground.c, ground_share_call)."""
+    n = np.array([slope, 0.0, 1.0]) / np.hypot(slope, 1.0)
+    d = -0.58 * n[2] - 1.6 * n[0]  # h = (d − nx·x)/nz = −0.58 at x = −1.6
+    return dataclasses.replace(model, ground=dataclasses.replace(model.ground, params=np.array([*n, d])))
+
+
+def test_c_matches_numpy_on_a_tilted_plane():
+    """On a sloped plane the C's shared normal (once a call) carries the ground rows at dt 0 and DT, the energy and
+    the anchored walk's normals; the route agrees to round-off, and the same C with the shared normal's slope
+    flipped (planted; m113's flat plane could not tell) does not."""
+    model = _tilted(load_model("m113"))
+    con = _product(model)
+    worst = compare_routes(model, con, route, 100, seed=23)
+    for key in ("ground dt=0", f"ground dt={DT:g}", "ground energy"):
+        e, n = worst[key]
+        print(f"m113 on a tilted plane: {key} C vs NumPy: worst {e:.1e} relative over {n} loaded states")
+        assert n > 20 and e < ROUND_OFF
+    e, e_a, loaded = compare_anchored(model, con, route, 100, seed=24)
+    print(f"m113 on a tilted plane, anchored: worst {e:.1e} relative, anchors within {e_a:.1e} m over {loaded} "
+          "loaded steps")
+    assert loaded > 50 and e < ROUND_OFF and e_a < 1e-14
+    bad = _planted_product(model, "double h[3] = {0.0, g->p[1], g->p[2]};", "double h[3] = {0.0, -g->p[1], g->p[2]};")
+    for key in (f"ground dt={DT:g}", "anchored"):
+        e_bad = worst_gap(model, bad, route, key)
+        print(f"planted in the C, the plane's shared normal with its slope flipped: {key} worst {e_bad:.1e}")
+        assert e_bad > 1e3 * ROUND_OFF
