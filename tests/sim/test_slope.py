@@ -111,12 +111,13 @@ def thinned(run, keep: np.ndarray):
 
 
 def test_patch_slip_refuses_an_empty_half_window():
-    """A run with no row in the window's first half (planted: every row there dropped) cannot be measured. The
-    old fallback read the last row for both halves, so it reported a slip of 0, which passes the hold."""
+    """A run with no row in the window but its last (planted: the rows of the last two seconds dropped) cannot be
+    measured. The old fallback read the last row for both halves: a slip of exactly 0, which passed the hold on
+    the regularized run, which slides."""
     h = held("track_min", "reg", 8.0)
     dyn, con, t = settled("track_min")[0], Contact(h.tilted.model), h.run.t
     print("every row: slip %.4g m/s on %d shoes" % slope.patch_slip(con, dyn, h.run, h.tilted.normal))
-    sparse = thinned(h.run, (t < t[-1] - 2.0 - 1e-9) | (t >= t[-1] - 1.0 - 1e-9))
+    sparse = thinned(h.run, (t < t[-1] - 2.0 - 1e-9) | (np.arange(len(t)) == len(t) - 1))
     with pytest.raises(ValueError, match="no recorded row in"):
         slope.patch_slip(con, dyn, sparse, h.tilted.normal)
 
