@@ -1,22 +1,15 @@
 """The settle of the tracked models (mechdyn/sim/settle.py), each gate's figure recorded in the gate history: the
 whole 4 s settle at the accuracy step, whose stepping takes about a second on m113 (docs/simulation.md "The
 settle"), so CI runs what `mechdyn sim MODEL` runs."""
-from functools import cache
-
 import pytest
 
 from crosscheck.checks import Check
-from mechdyn.sim.settle import Settle, settle
 
-from .conftest import MODELS, dynamics
+from .conftest import MODELS
+from .settled import settled
 
 TRACKED = [m for m in MODELS if m in ("m113", "track_demo", "track_min")]
 GATES = ("crush", "load", "momentum", "energy", "energy_net", "passivity", "balance", "period2")
-
-
-@cache
-def settled(name: str) -> Settle:
-    return settle(dynamics(name))
 
 
 @pytest.mark.parametrize("name", TRACKED)

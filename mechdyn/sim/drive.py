@@ -20,7 +20,8 @@ from mechdyn.dynamics import Dynamics, real_scalar
 
 from .contact import ContactRun, ContactSim, accuracy_step
 from .gate import Gate, above, below
-from .slope import HOLD_BOUND, Tilted, patch_slip, run_whole, stride_for, tilt, total_mass
+from .energy import total_mass
+from .slope import HOLD_BOUND, Tilted, patch_slip, run_whole, stride_for, tilt
 
 ROLLING_FRACTION = 0.1  # the hold's hull speed, as a fraction of what ±20 % of T0 reaches in the same time
 TRACTIVE_TOL = 0.02  # of n·T0/R: docs/simulation.md says what sets it
@@ -77,8 +78,9 @@ def hull_velocity(dyn: Dynamics, q, qd) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Climb:
-    """The slope drive: T0 on every sprocket holds the vehicle, ±20 % of it climbs and rolls back, and the ground's
-    tangential force carries n·T0/R."""
+    """The slope drive: T0 on every sprocket holds the vehicle (the T/R check: the torque reaches the ground at R),
+    ±20 % of it climbs and rolls back, and the ground's tangential force at T0 carries the vehicle's weight along the
+    slope, n·T0/R = M g sin θ (Newton's law at a holding state, not a second T/R check)."""
     gates: tuple[Gate, ...]
     torque: float  # N·m, T0 per sprocket
     speeds: dict[float, float]  # factor of T0 -> the hull's mean speed up the slope over the last second, m/s
@@ -95,7 +97,13 @@ def climb(dyn: Dynamics, q, qd, degrees: float = 15.0, T: float = 2.0, factors: 
     seconds each. Gates: at T0 the hull's speed up the slope (mean over the last second) below ROLLING_FRACTION of
     what 0.2·T0 of excess would give it as a point mass in T; the factors above 1 climb and those below roll back
     (signs: the least of the signed speeds above 0); at T0 the ground's force up the slope within TRACTIVE_TOL of
-    n·T0/R, and the patch's slip below the hold's HOLD_BOUND."""
+    n·T0/R, and the patch's slip below the hold's HOLD_BOUND.
+
+    drive_hold is the T/R check: T0 holds the vehicle only if n·T0 reaches the ground as n·T0/R. drive_tractive
+    confirms that the ground carries that force, but n·T0/R is M g sin θ by construction, so at a holding state it
+    is Newton's law along the slope (the recorded impulse against gravity). At the factors f ≠ 1 the ground's force
+    is not n·f·T0/R less a closed-form inertial part: the band's and rollers' own losses (the rolling resistance,
+    docs/simulation.md) take an unmodelled share, so no T/R figure is gated there."""
     theta = math.radians(real_scalar("degrees", degrees))
     if not 0 < theta < math.pi / 2:
         raise ValueError(f"{degrees:g}°: expected a slope in (0, 90)")
@@ -137,7 +145,8 @@ def climb(dyn: Dynamics, q, qd, degrees: float = 15.0, T: float = 2.0, factors: 
     want = len(gears) * T0 / R
     gates.append(below("drive_tractive", abs(tractive - want) / want, TRACTIVE_TOL, "",
                        f"{name}: the ground's force up the slope at T0, {tractive:.5g} N, its impulse over the last "
-                       f"second, against n·T0/R {want:.5g} N"))
+                       f"second, against n·T0/R {want:.5g} N (= M g sin θ: the ground carries the held vehicle; "
+                       "drive_hold is the T/R check)"))
     gates.append(below("drive_patch", slip, HOLD_BOUND, "m/s",
                        f"{name}: at T0 the patch's slip over the last {min(2.0, T):g} s (slope.patch_slip), against "
                        "the anchored hold's bound"))

@@ -19,6 +19,11 @@ from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import mcI
 
 
+def total_mass(model: Model) -> float:
+    """The model's mass, kg: every body's."""
+    return float(sum(b.mass for b in model.bodies))
+
+
 def energy_terms(model: Model, q: np.ndarray, qd: np.ndarray) -> tuple[float, float, float]:
     """(kinetic, potential, dissipated power) at one state; potential = gravity + springs."""
     kin = forward_kinematics(model, q, qd)

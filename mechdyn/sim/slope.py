@@ -25,7 +25,7 @@ from mechdyn.core.spatial import rot_axis
 from mechdyn.dynamics import Dynamics, real_array, real_scalar
 
 from .contact import ContactRun, ContactSim, accuracy_step, sprocket_brakes
-from .energy import energy_terms
+from .energy import mechanics, total_mass
 from .gate import Gate, above, below
 from .run import step_count
 
@@ -111,16 +111,6 @@ def corner_gaps(con: Contact, R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.array([[con.terrain(x, y)[0] - z for x, y, z in s] for s in pts])
 
 
-def total_mass(model: Model) -> float:
-    return float(sum(b.mass for b in model.bodies))
-
-
-def momentum(model: Model, q, qd) -> np.ndarray:
-    """The linear momentum Σ m·v_cg in world coordinates, by the numeric kinematics."""
-    kin = forward_kinematics(model, q, qd)
-    return sum(b.mass * kin.R[i] @ (kin.v[i, 3:] + np.cross(kin.v[i, :3], b.cg)) for i, b in enumerate(model.bodies))
-
-
 def stride_for(dt: float) -> int:
     return max(1, int(round(ROW_DT / dt)))
 
@@ -135,7 +125,8 @@ def patch_slip(con: Contact, dyn: Dynamics, run: ContactRun, normal: np.ndarray,
                window: float = 2.0) -> tuple[float, int]:
     """The patch's slip: the shoes with a loaded corner when the last `window` seconds begin, their mean origin
     averaged over each half of the window, the tangential part (against `normal`) of the difference per second.
-    m/s, and the number of those shoes."""
+    m/s, and the number of those shoes. ValueError when a half-window holds no recorded row (rows sparser than
+    window/2, or a run shorter than half the window): there is nothing to average, and no slip was measured."""
     t = run.t
     start = t[-1] - window
     i0 = int(np.searchsorted(t, start - 1e-9))
@@ -147,7 +138,10 @@ def patch_slip(con: Contact, dyn: Dynamics, run: ContactRun, normal: np.ndarray,
     mid = start + window / 2
     means = []
     for lo, hi in ((start, mid), (mid, t[-1] + 1e-9)):
-        rows = [i for i in range(i0, len(t)) if lo - 1e-9 <= t[i] < hi - 1e-9] or [len(t) - 1]
+        rows = [i for i in range(i0, len(t)) if lo - 1e-9 <= t[i] < hi - 1e-9]
+        if not rows:
+            raise ValueError(f"no recorded row in [{lo:.4g}, {hi:.4g}) s, half of the slip's {window:g} s window: "
+                             "the slip cannot be measured; record the run more densely")
         means.append(np.mean([dyn.bodies(run.q[i], run.qd[i])[shoes, 9:12].mean(axis=0) for i in rows], axis=0))
     d = means[1] - means[0]
     return float(np.linalg.norm(d - (d @ normal) * normal) / (window / 2)), len(shoes)
@@ -155,11 +149,11 @@ def patch_slip(con: Contact, dyn: Dynamics, run: ContactRun, normal: np.ndarray,
 
 def energy_rise(model: Model, run: ContactRun) -> tuple[float, float]:
     """The complete budget's worst single-step rise over a run recorded at stride 1 (kinetic, gravity and the
-    model's springs by the numeric kinematics; the band's, ground's, anchors' and brakes' potentials and the
-    dissipated work as step.c records them), J; and the run's kinetic energy scale, max T, J."""
-    terms = np.array([energy_terms(model, q, qd)[:2] for q, qd in zip(run.q, run.qd)])
-    E = terms.sum(axis=1) + sum(run.col(c) for c in ("u_band", "u_ground", "u_anchor", "u_brake", "work"))
-    return float(np.diff(E).max()), float(terms[:, 0].max())
+    model's springs by the numeric kinematics, energy.mechanics; the band's, ground's, anchors' and brakes'
+    potentials and the dissipated work as step.c records them), J; and the run's kinetic energy scale, max T, J."""
+    mech = mechanics(model, run.q, run.qd)
+    E = mech.kinetic + mech.potential + sum(run.col(c) for c in ("u_band", "u_ground", "u_anchor", "u_brake", "work"))
+    return float(np.diff(E).max()), float(mech.kinetic.max())
 
 
 @dataclass(frozen=True)
@@ -194,7 +188,6 @@ def hold(dyn: Dynamics, q, qd, degrees: float = 15.0, fric: str = "anchor", T: f
     step = accuracy_step(sim.contact)
     dt = step.dt if dt is None else real_scalar("dt", dt)
     sim.set_brakes(sprocket_brakes(sim.contact, tilted.q, step.period))
-    stride = stride_for(dt)
     run = run_whole(sim, tilted.q, tilted.qd, T, dt, stride_for(dt), progress=progress)
     tail = sim.run(run.q[-1], run.qd[-1], energy_window, dt, stride=1, t0=float(run.t[-1]))
     slip, shoes = patch_slip(sim.contact, dyn, run, tilted.normal)
@@ -231,9 +224,10 @@ def release(dyn: Dynamics, q, qd, degrees: float = 45.0, T: float = 2.0, skip: f
             dt: float | None = None, law: ContactLaw | None = None, module=None) -> Release:
     """Park (q, qd) on `degrees` as hold does, brakes on, and let it slide for T seconds. The centre of mass's
     accelerations down the slope and off the plane are the least-squares slopes of the total momentum's
-    components (numeric kinematics, not the generated code) over [skip, T], over the total mass. The gate: their
-    combination accel + μ·normal_accel (Release.corrected) against g(sin θ − μ cos θ), the ground's μ, within
-    RELEASE_TOL·g·sin θ. Refuses a slope at or below tan θ = μ (there the vehicle holds: see hold)."""
+    components (energy.mechanics: the numeric kinematics, not the generated code) over [skip, T], over the total
+    mass. The gate: their combination accel + μ·normal_accel (Release.corrected) against g(sin θ − μ cos θ), the
+    ground's μ, within RELEASE_TOL·g·sin θ. Refuses a slope at or below tan θ = μ (there the vehicle holds: see
+    hold)."""
     if fric not in FRICTION:
         raise ValueError(f"fric {fric!r}: expected one of {', '.join(FRICTION)}")
     mu, theta = float(dyn.model.ground.mu), math.radians(real_scalar("degrees", degrees))
@@ -252,7 +246,7 @@ def release(dyn: Dynamics, q, qd, degrees: float = 45.0, T: float = 2.0, skip: f
     down = dyn.model.gravity - (dyn.model.gravity @ n) * n
     down /= np.linalg.norm(down)
     rows = run.t >= skip - 1e-9
-    P = np.array([momentum(dyn.model, a, b) for a, b in zip(run.q[rows], run.qd[rows])]) / total_mass(dyn.model)
+    P = mechanics(dyn.model, run.q[rows], run.qd[rows]).momentum / total_mass(dyn.model)
     accel, normal = (float(np.polyfit(run.t[rows], P @ d, 1)[0]) for d in (down, n))
     s = abs(math.sin(theta))
     expected = g * (s - mu * math.cos(theta))

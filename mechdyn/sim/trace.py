@@ -31,7 +31,7 @@ from mechdyn.cliutil import atomic_write
 from mechdyn.core.model import Model, Roller
 
 from .contact import AUX, ContactRun, ContactSim, Step, contact_periods
-from .energy import mechanics
+from .energy import mechanics, total_mass
 
 FLOATING_Q = ("qw", "qx", "qy", "qz", "x", "y", "z")
 FLOATING_V = ("wx", "wy", "wz", "vx", "vy", "vz")
@@ -50,7 +50,7 @@ def coordinate_names(model: Model) -> tuple[list[str], list[str]]:
     return qn, vn
 
 
-TRACE_ROWS = 2000  # a contact trace's rows, about: enough to see a settle, small enough to plot (m113: 140 bodies)
+TRACE_ROWS = 2000  # a contact trace's rows, about: enough to see a settle, small enough to plot (m113: 153 bodies)
 PROFILE_SAMPLES = 400  # terrain samples under each band, for a terrain that is not a plane
 PROFILE_MARGIN = 1.0  # m beyond the band's travel either way
 
@@ -202,7 +202,7 @@ def hull_of(model: Model) -> int:
     return floating[0]
 
 
-def _terrain_meta(sim: ContactSim, run: ContactRun, X: np.ndarray) -> dict[str, str]:
+def _terrain_meta(sim: ContactSim, X: np.ndarray) -> dict[str, str]:
     """The terrain the contact read: a plane's n and d, or a profile sampled under each band along its travel."""
     g = sim.contact.model.ground
     if g is None:
@@ -250,7 +250,7 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
     for i in traced:
         for k, c in enumerate("xyz"):
             cols[f"{c}:{model.bodies[i].name}"] = X[:, i, 9 + k]
-    mass = float(sum(b.mass for b in model.bodies))
+    mass = total_mass(model)
     periods = contact_periods(sim.contact)
     what, period = min(periods.items(), key=lambda kv: kv[1]) if periods else ("no contact", float("nan"))
     head = {"kind": "contact", "model": model.name, "gravity": _nums(model.gravity),
@@ -271,7 +271,7 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
         head[f"{key}.pad"] = _nums(t.pad) if t.pad is not None else "nan nan nan"
         head[f"{key}.thickness"] = _num(t.thickness if t.thickness is not None else float("nan"))
         head[f"{key}.pin_axis"] = _nums(X[0, b.first_shoe, :9].reshape(3, 3)[:, 1])  # a side view's pad side
-    head |= _terrain_meta(sim, run, X)
+    head |= _terrain_meta(sim, X)
     return head | (meta or {}), pd.DataFrame(cols)
 
 

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from mechdyn.contact import native as contact_native
+from mechdyn.contact.producers import Contact
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Dynamics
 from mechdyn.sim import native, slope
 from mechdyn.sim.contact import ContactSim, accuracy_step
+from mechdyn.sim.energy import energy_terms
 
 SETTLE = 4.0  # s of flat settling before each gate, from q0 (the settle run's length)
 
@@ -100,6 +102,37 @@ def test_hold_anchored_m113():
     h = held("m113", "anchor", 4.0)
     print(h.gates[0].line(), f"energy: worst step rise {h.rise:.3g} J, bound {h.rise_bound:.3g} J")
     assert h.gates[0].passed and h.shoes > 10
+
+
+def thinned(run, keep: np.ndarray):
+    """The run's rows at `keep` only."""
+    return dataclasses.replace(run, t=run.t[keep], q=run.q[keep], qd=run.qd[keep], aux=run.aux[keep],
+                               dissipated=run.dissipated[keep])
+
+
+def test_patch_slip_refuses_an_empty_half_window():
+    """A run with no row in the window but its last (planted: the rows of the last two seconds dropped) cannot be
+    measured. The old fallback read the last row for both halves: a slip of exactly 0, which passed the hold on
+    the regularized run, which slides."""
+    h = held("track_min", "reg", 8.0)
+    dyn, con, t = settled("track_min")[0], Contact(h.tilted.model), h.run.t
+    print("every row: slip %.4g m/s on %d shoes" % slope.patch_slip(con, dyn, h.run, h.tilted.normal))
+    sparse = thinned(h.run, (t < t[-1] - 2.0 - 1e-9) | (np.arange(len(t)) == len(t) - 1))
+    with pytest.raises(ValueError, match="no recorded row in"):
+        slope.patch_slip(con, dyn, sparse, h.tilted.normal)
+
+
+def test_energy_rise_is_energy_terms_per_row():
+    """energy_rise, on energy.mechanics over all rows at once, against energy_terms row by row on the same tail."""
+    h = held("track_min", "anchor", 8.0)
+    dyn, tail = settled("track_min")[0], h.tail
+    terms = np.array([energy_terms(dyn.model, q, qd)[:2] for q, qd in zip(tail.q, tail.qd)])
+    E = terms.sum(axis=1) + sum(tail.col(c) for c in ("u_band", "u_ground", "u_anchor", "u_brake", "work"))
+    rise, ke = slope.energy_rise(dyn.model, tail)
+    print(f"{len(tail.t)} rows: rise {rise:.6g} J against {np.diff(E).max():.6g}, kinetic {ke:.6g} J against "
+          f"{terms[:, 0].max():.6g}")
+    assert len(tail.t) > 100
+    assert abs(rise - np.diff(E).max()) < 1e-9 * np.abs(E).max() and abs(ke - terms[:, 0].max()) < 1e-9 * ke
 
 
 def test_hold_planted_anchors_ignored():
