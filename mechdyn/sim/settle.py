@@ -20,7 +20,7 @@ import numpy as np
 from mechdyn.dynamics import Dynamics, integer, real_scalar
 
 from .contact import AUX, ContactRun, ContactSim, Step, accuracy_step
-from .energy import mechanics
+from .energy import mechanics, total_mass
 from .gate import Gate, below
 from .run import step_count
 
@@ -125,7 +125,7 @@ def alternation(F: np.ndarray) -> np.ndarray:
 
 def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[list[Gate], list[str]]:
     model, con = dyn.model, sim.contact
-    mass = float(sum(b.mass for b in model.bodies))
+    mass = total_mass(model)
     g = np.asarray(model.gravity, dtype=float)
     weight = mass * float(np.linalg.norm(g))
     mech = mechanics(model, run.q, run.qd)
