@@ -47,16 +47,19 @@ def energy_balance(model: Model, t: np.ndarray, Q: np.ndarray, QD: np.ndarray,
                    dissipated: np.ndarray | None = None, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Total mechanical energy E(t), and E(t) + W(t), which an exact solution keeps at E(0).
 
-    W is `dissipated` (the stepper's, integrated at every step) when given, else ∫₀ᵗ P_diss by the
-    trapezoidal rule over the rows themselves. `progress`: a bar over the rows on a terminal.
+    E from `mechanics` (all rows at once). W is `dissipated` (the stepper's, integrated at every step) when
+    given, else ∫₀ᵗ P_diss by the trapezoidal rule over the rows themselves (energy_terms' power, row by row:
+    `progress` shows a bar over them on a terminal).
     """
-    rows = tqdm(zip(Q, QD), total=len(Q), desc=f"energy {model.name}", unit="row", leave=False,
-                disable=None if progress else True)
-    terms = np.array([energy_terms(model, q, qd) for q, qd in rows])
-    E = terms[:, 0] + terms[:, 1]
+    mech = mechanics(model, Q, QD)
+    E = mech.kinetic + mech.potential
     if dissipated is not None:
         return E, E + dissipated
-    P = terms[:, 2]
+    if not any(e.c != 0.0 for e in (*model.tsdas, *model.rsdas)):
+        return E, E.copy()
+    rows = tqdm(zip(Q, QD), total=len(Q), desc=f"energy {model.name}", unit="row", leave=False,
+                disable=None if progress else True)
+    P = np.array([energy_terms(model, q, qd)[2] for q, qd in rows])
     W = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(t))])
     return E, E + W
 
