@@ -248,8 +248,8 @@ def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str
         gates += [*c.gates, *up.gates]
         runs += [c.run, *up.runs.values()]
         notes.append(f"drive: coasting at {c.speed:.3g} m/s after {c.torque:.4g} N·m per sprocket; up "
-                     f"{args.slope or 15.0:g}° T0 = {up.torque:.4g} N·m per sprocket, the ground's tractive force "
-                     f"{up.tractive:.5g} N")
+                     f"{args.slope or 15.0:g}° T0 = {up.torque:.4g} N·m per sprocket, the ground's force up the slope "
+                     f"{up.tractive:.5g} N (M·g·sin θ = n·T0/R holds it; reported)")
     return gates, notes, runs
 
 
