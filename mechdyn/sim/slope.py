@@ -170,6 +170,18 @@ class Hold:
     tail: ContactRun  # energy_window seconds more, at stride 1
 
 
+def _parked(dyn: Dynamics, q, qd, degrees: float, fric: str, dt: float | None, law: ContactLaw | None,
+            module) -> tuple[Tilted, ContactSim, float]:
+    """The state tilted by `degrees`, a ContactSim on the tilted terrain with `fric` friction, the ground not ramped
+    (the state is settled) and the sprockets braked at their start angle, and the step (the accuracy step when dt
+    is None)."""
+    tilted = tilt(dyn.model, q, qd, degrees)
+    sim = ContactSim(dyn, model=tilted.model, law=law, anchored=fric == "anchor", ramp_ground=0.0, module=module)
+    step = accuracy_step(sim.contact)
+    sim.set_brakes(sprocket_brakes(sim.contact, tilted.q, step.period))
+    return tilted, sim, step.dt if dt is None else real_scalar("dt", dt)
+
+
 def hold(dyn: Dynamics, q, qd, degrees: float = 15.0, fric: str = "anchor", T: float = 4.0, dt: float | None = None,
          progress: bool = False, energy_window: float = 0.05, law: ContactLaw | None = None,
          module=None) -> Hold:
@@ -183,11 +195,7 @@ def hold(dyn: Dynamics, q, qd, degrees: float = 15.0, fric: str = "anchor", T: f
     T = real_scalar("T", T)
     if not T > 2.0:
         raise ValueError(f"T {T:g} s: the hold gate reads the last 2 s, so the run must be longer")
-    tilted = tilt(dyn.model, q, qd, degrees)
-    sim = ContactSim(dyn, model=tilted.model, law=law, anchored=fric == "anchor", ramp_ground=0.0, module=module)
-    step = accuracy_step(sim.contact)
-    dt = step.dt if dt is None else real_scalar("dt", dt)
-    sim.set_brakes(sprocket_brakes(sim.contact, tilted.q, step.period))
+    tilted, sim, dt = _parked(dyn, q, qd, degrees, fric, dt, law, module)
     run = run_whole(sim, tilted.q, tilted.qd, T, dt, stride_for(dt), progress=progress)
     tail = sim.run(run.q[-1], run.qd[-1], energy_window, dt, stride=1, t0=float(run.t[-1]))
     slip, shoes = patch_slip(sim.contact, dyn, run, tilted.normal)
@@ -236,11 +244,7 @@ def release(dyn: Dynamics, q, qd, degrees: float = 45.0, T: float = 2.0, skip: f
                          "the vehicle holds there; release needs a steeper slope")
     if not 0 <= skip < T:
         raise ValueError(f"skip {skip:g} s: expected 0 <= skip < T ({T:g} s)")
-    tilted = tilt(dyn.model, q, qd, degrees)
-    sim = ContactSim(dyn, model=tilted.model, law=law, anchored=fric == "anchor", ramp_ground=0.0, module=module)
-    step = accuracy_step(sim.contact)
-    dt = step.dt if dt is None else real_scalar("dt", dt)
-    sim.set_brakes(sprocket_brakes(sim.contact, tilted.q, step.period))
+    tilted, sim, dt = _parked(dyn, q, qd, degrees, fric, dt, law, module)
     run = run_whole(sim, tilted.q, tilted.qd, T, dt, stride_for(dt))
     g, n = float(np.linalg.norm(dyn.model.gravity)), tilted.normal
     down = dyn.model.gravity - (dyn.model.gravity @ n) * n
