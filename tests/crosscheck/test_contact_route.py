@@ -267,15 +267,20 @@ def _terrain_variant(model, terrain: str):
                                                                   heights=H))
 
 
+def _ground_routes_agree(model, con, label: str, trials: int, seed: int) -> None:
+    """The ground's rows at dt 0 and DT and its energy, C against the route, to round-off over loaded states."""
+    worst = compare_routes(model, con, route, trials, seed=seed)
+    for key in ("ground dt=0", f"ground dt={DT:g}", "ground energy"):
+        e, n = worst[key]
+        print(f"{label}: {key} C vs NumPy: worst {e:.1e} relative over {n} loaded states")
+        assert n > 20 and e < ROUND_OFF
+
+
 @pytest.mark.parametrize("terrain", ["sine", "grid"])
 def test_c_matches_numpy_on_sine_and_grid_terrain(terrain):
     model = _terrain_variant(load_model("m113"), terrain)
     con = _product(model)
-    worst = compare_routes(model, con, route, 200, seed=21)
-    for key in ("ground dt=0", f"ground dt={DT:g}", "ground energy"):
-        e, n = worst[key]
-        print(f"m113 on {terrain}: {key} C vs NumPy: worst {e:.1e} relative over {n} loaded states")
-        assert n > 20 and e < ROUND_OFF
+    _ground_routes_agree(model, con, f"m113 on {terrain}", 200, seed=21)
 
 
 @pytest.mark.parametrize("terrain", ["plane", "sine", "grid"])
@@ -466,11 +471,7 @@ def test_c_matches_numpy_on_a_tilted_plane():
     flipped (planted; m113's flat plane could not tell) does not."""
     model = _tilted(load_model("m113"))
     con = _product(model)
-    worst = compare_routes(model, con, route, 100, seed=23)
-    for key in ("ground dt=0", f"ground dt={DT:g}", "ground energy"):
-        e, n = worst[key]
-        print(f"m113 on a tilted plane: {key} C vs NumPy: worst {e:.1e} relative over {n} loaded states")
-        assert n > 20 and e < ROUND_OFF
+    _ground_routes_agree(model, con, "m113 on a tilted plane", 100, seed=23)
     e, e_a, loaded = compare_anchored(model, con, route, 100, seed=24)
     print(f"m113 on a tilted plane, anchored: worst {e:.1e} relative, anchors within {e_a:.1e} m over {loaded} "
           "loaded steps")
