@@ -128,7 +128,7 @@ class ContactSim:
         self.predictor = bool(predictor)
         self._anchors = np.zeros((self.contact.ncorner, 4)) if anchored else None
         self._impulse, self._work_contact = np.zeros(6), np.zeros(1)
-        self.brakes: tuple[Brake, ...] = ()
+        self._brakes: tuple[Brake, ...] = ()
         ffi, lib = self.ffi, dyn.lib
         plant = ffi.new("md_plant *")
         plant.nq, plant.nv, plant.nbody, plant.nact = dyn.nq, dyn.nv, dyn.nbody, dyn.nact
@@ -136,7 +136,7 @@ class ContactSim:
             name = "fwd_dyn" if f == "fwd_dyn" else f"fwd_dyn_{f}"
             setattr(plant, f, ffi.cast({"fwd_dyn": "md_dyn_fn", "drift": "md_drift_fn"}.get(f, "md_rows_fn"),
                                        dyn.address(name)))
-        self._plant, self._lib_keep = plant, lib
+        self._plant, self._lib_keep = plant, lib  # the generated module, alive while its functions are pointed at
         self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
                                                   ("Xs", 18 * dyn.nbody), ("fstat", 6 * dyn.nbody),
                                                   ("astat", max(1, 4 * self.contact.ncorner)),
@@ -146,7 +146,7 @@ class ContactSim:
     @property
     def anchors(self) -> np.ndarray | None:
         """The ground's anchored-friction state (ncorner, 4) the runs carry on (None: regularized friction): a
-        copy; reset_anchors clears it."""
+        copy."""
         return None if self._anchors is None else self._anchors.copy()
 
     @property
@@ -159,10 +159,10 @@ class ContactSim:
         """The contact's dissipated work accumulated over the runs with `dissipation` so far, J."""
         return float(self._work_contact[0])
 
-    def reset_anchors(self) -> None:
-        """Forget every anchor: each corner sticks afresh where it next touches."""
-        if self._anchors is not None:
-            self._anchors[:] = 0.0
+    @property
+    def brakes(self) -> tuple[Brake, ...]:
+        """The brakes the runs apply (set_brakes checks and sets them)."""
+        return self._brakes
 
     def set_brakes(self, brakes: tuple[Brake, ...]) -> None:
         """Brake these joints from the next run on (() releases them)."""
@@ -171,7 +171,7 @@ class ContactSim:
                 raise ValueError(f"a brake needs a revolute or prismatic joint; body {b.body} is not one")
             if not all(math.isfinite(x) for x in (b.q0, b.k, b.c)) or b.k < 0 or b.c < 0:
                 raise ValueError(f"brake on body {b.body}: expected finite q0 and k, c >= 0, got {b}")
-        self.brakes = tuple(brakes)
+        self._brakes = tuple(brakes)
 
     def _scene(self):
         ffi, con = self.ffi, self.contact

@@ -138,3 +138,9 @@ def test_run_refuses_bad_input(track_min):
         sim.set_brakes((Brake(0, 0.0, 1.0, 1.0),))
     with pytest.raises(ValueError, match="same model|bodies"):
         ContactSim(track_min, model=mechdyn.load("elbow").model)
+    # what the C writes or reads by index is not the caller's to replace: read-only, and copies
+    for name in ("brakes", "impulse", "anchors"):
+        with pytest.raises(AttributeError):
+            setattr(sim, name, None)
+    sim.impulse[:] = 1.0
+    assert not sim.impulse.any()
