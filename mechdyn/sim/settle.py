@@ -39,7 +39,7 @@ class Settle:
     step, the gates and the figures reported beside them, and the sim that ran it (it carries the anchors and the
     impulse on to a run that continues from `state`)."""
     run: ContactRun
-    window: int  # row index of the last window's first row
+    last_window_row: int  # the row index where the last every-step window begins
     step: Step
     gates: list[Gate]
     notes: list[str]  # reported, not gated

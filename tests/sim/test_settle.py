@@ -88,10 +88,10 @@ def test_the_settle_passes(full):
     assert all(g.passed for g in full.gates)
     assert full.run.t[-1] == pytest.approx(4.0, abs=full.step.dt)
     # the windows are every step: their rows are dt apart, and the parts continue each other's work and impulse
-    assert np.allclose(np.diff(full.run.t[full.window:]), full.step.dt)
+    assert np.allclose(np.diff(full.run.t[full.last_window_row:]), full.step.dt)
     assert np.allclose(np.diff(full.run.t[:step_count(0.5, full.step.dt) + 1]), full.step.dt)
     assert np.all(np.diff(full.run.col("work")) >= 0)
-    assert np.all(np.diff(full.run.col("jz")) >= 0) and np.all(np.diff(full.run.col("jz")[full.window:]) > 0)
+    assert np.all(np.diff(full.run.col("jz")) >= 0) and np.all(np.diff(full.run.col("jz")[full.last_window_row:]) > 0)
 
 
 def test_crush_trips_on_a_soft_band(dyn, short):
