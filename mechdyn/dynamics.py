@@ -86,6 +86,17 @@ class BodyStates(NamedTuple):
     v: np.ndarray  # (nbody, 3) the velocity of the body frame's origin point
 
 
+class Derivatives(NamedTuple):
+    """qdd and its derivatives at one state (docs/derivatives.md); row i of each block is the derivative of qdd[i].
+    dq is on the tangent: a floating body's six columns are δ = [δφ; δp] in its own axes, q ∘ exp(δ)."""
+    qdd: np.ndarray  # (nv,)
+    dq: np.ndarray  # (nv, nv)
+    dqd: np.ndarray  # (nv, nv)
+    dtau: np.ndarray  # (nv, nv): H⁻¹, or the constrained inverse with loops
+    dact: np.ndarray  # (nv, nact)
+    dfext: np.ndarray  # (nv, nbody, 6), zero on the bodies that do not read fext
+
+
 class Dynamics:
     """A model with its generated, compiled forward dynamics."""
 
@@ -93,6 +104,7 @@ class Dynamics:
         """With `progress`, a model not yet in the compile cache shows its build stages on a terminal's stderr.
         `cflags`: the compiler flags of the build (default: the production ones, mechdyn.codegen.flags)."""
         self.model = model
+        self._progress, self._cflags, self._derivs = progress, cflags, None
         module, self.library = build(model, progress, cflags)
         self._ffi, self._lib = module.ffi, module.lib
         lib = self._lib
@@ -248,6 +260,52 @@ class Dynamics:
         out = np.empty((n, self.nv))
         self._lib.fwd_dyn_batch(n, *args, self._ffi.from_buffer("double[]", out))
         return out
+
+    @property
+    def derivatives_lib(self):
+        """The derivatives' compiled module's C functions and constants (codegen/capi.py's DERIV table), built on
+        first use: a translation unit of its own (derivs.py)."""
+        if self._derivs is None:
+            module, _ = build(self.model, self._progress, self._cflags, unit="derivatives")
+            if (module.lib.fwd_dyn_derivs_nv, module.lib.fwd_dyn_derivs_nact) != (self.nv, self.nact):
+                raise RuntimeError(f"compiled derivatives module does not match model {self.model.name}")
+            self._derivs = module
+        return self._derivs.lib
+
+    @property
+    def derivatives_flops(self) -> int:
+        """Arithmetic operations per fwd_dyn_derivs call (the forward pass's included), counted at generation time."""
+        return self.derivatives_lib.fwd_dyn_derivs_flops
+
+    def _blocks(self, n: int | None) -> list[np.ndarray]:
+        lead = () if n is None else (n,)
+        nv = self.nv
+        return [np.empty((*lead, nv)), np.empty((*lead, nv, nv)), np.empty((*lead, nv, nv)),
+                np.empty((*lead, nv, nv)), np.empty((*lead, nv, self.nact)), np.empty((*lead, nv, self.nbody, 6))]
+
+    def derivatives(self, q, qd, tau, fext=None, act=None) -> Derivatives:
+        """qdd and its derivatives with respect to q (on the tangent), qd, tau, act and fext at one state, from
+        the generated fwd_dyn_derivs; the arguments as forward takes and checks them."""
+        lib = self.derivatives_lib
+        qa, pq = self._arr("q", q, (self.nq,))
+        self._check_quaternions("q", qa)
+        _, pqd = self._arr("qd", qd, (self.nv,))
+        _, ptau = self._arr("tau", tau, (self.nv,))
+        fa, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
+        if fa is not None:
+            self._check_fext("fext", fa)
+        _, pa = self._arr("act", act, (self.nact,), optional=True)
+        out = self._blocks(None)
+        lib.fwd_dyn_derivs(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in out))
+        return Derivatives(*out)
+
+    def derivatives_batch(self, Q, QD, TAU, FEXT=None, ACT=None) -> Derivatives:
+        """derivatives at n states in one C call, each block with a leading axis of n; checked as forward_batch."""
+        lib = self.derivatives_lib
+        n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=True)
+        out = self._blocks(n)
+        lib.fwd_dyn_derivs_batch(n, *args, *(self._ffi.from_buffer("double[]", x) for x in out))
+        return Derivatives(*out)
 
     def observe(self, q, qd) -> np.ndarray:
         """POI world position and velocity (6 each), then TSDA length and rate, then RSDA angle and rate."""

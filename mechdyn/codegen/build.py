@@ -35,7 +35,11 @@ from mechdyn.core.model import Model
 from . import cache as _cache
 from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-exported: the build's public names)
 from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
-from .generate import CDEF, GENERATOR_VERSION, Generated, generate
+from .generate import CDEF, DERIV_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
+
+# The translation units of a model: the dynamics (generate.py), and the derivatives (derivs.py), compiled apart
+# and only when asked for. Each: (its generator, its cffi declarations, the module name's tag).
+UNITS = {"dynamics": (generate, CDEF, ""), "derivatives": (derivatives_unit, DERIV_CDEF, "_derivs")}
 
 
 @cache
@@ -64,14 +68,14 @@ def cache_key(model: Model, cflags: Sequence[str] | None = None) -> str:
     return h.hexdigest()[:20]
 
 
-def module_name(model: Model, cflags: Sequence[str] | None = None) -> str:
+def module_name(model: Model, cflags: Sequence[str] | None = None, unit: str = "dynamics") -> str:
     safe = "".join(ch if ch.isalnum() else "_" for ch in model.name)
-    return f"_mechdyn_{safe}_{cache_key(model, cflags)}"
+    return f"_mechdyn_{safe}{UNITS[unit][2]}_{cache_key(model, cflags)}"
 
 
-def module_path(model: Model, cflags: Sequence[str] | None = None) -> Path:
-    """Where `model`'s compiled module is (or would be) in the cache."""
-    return _module_file(module_name(model, cflags))
+def module_path(model: Model, cflags: Sequence[str] | None = None, unit: str = "dynamics") -> Path:
+    """Where `model`'s compiled module (`unit`: a key of UNITS) is (or would be) in the cache."""
+    return _module_file(module_name(model, cflags, unit))
 
 
 def _module_file(name: str) -> Path:
@@ -122,18 +126,21 @@ def _run(what: str, cmds: list[list[str]], bar: tqdm) -> None:
         raise BuildError(failed)
 
 
-def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bool, failed: str | None = None) -> None:
-    """Compile `model` into the cache at dest unless, once its lock is held, a valid module is there (and
+def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bool, failed: str | None = None,
+             unit: str = "dynamics") -> None:
+    """Compile `model`'s `unit` into the cache at dest unless, once its lock is held, a valid module is there (and
     importing it has not `failed`)."""
+    emit, cdef, _ = UNITS[unit]
+    what = f"model '{model.name}'" + ("" if unit == "dynamics" else f" ({unit})")
+
     def make(tmp: Path) -> Path:
         # the stage and its elapsed time only: the two stages' lengths differ from model to model, so no ETA
         with tqdm(total=2, desc=f"{model.name}: generating C", bar_format="{desc} ({elapsed})", leave=False,
                   disable=None if progress else True) as bar:
-            gen = generate(model)
+            gen = emit(model)
             bar.update(1)
             bar.set_description_str(f"{model.name}: compiling {len(gen.source) // 1000} kB of C", refresh=False)
-            out = compile_module(f"model '{model.name}'", gen.source, CDEF, name, tmp, dest.name, flags, bar,
-                                 gen.parts)
+            out = compile_module(what, gen.source, cdef, name, tmp, dest.name, flags, bar, gen.parts)
             bar.update(1)
         return out
 
@@ -148,20 +155,21 @@ def _import(name: str, path: str) -> ModuleType:
     return module
 
 
-def build(model: Model, progress: bool = False, cflags: Sequence[str] | None = None) -> tuple[ModuleType, Path]:
-    """The compiled extension module for `model`, from the cache when it is there and intact; and its path.
-    With `progress`, a cold build shows its stages on a terminal's stderr. `cflags`: the compiler flags (default:
-    the production ones, mechdyn.codegen.flags.production)."""
+def build(model: Model, progress: bool = False, cflags: Sequence[str] | None = None,
+          unit: str = "dynamics") -> tuple[ModuleType, Path]:
+    """The compiled extension module of `model`'s `unit` (a key of UNITS), from the cache when it is there and
+    intact; and its path. With `progress`, a cold build shows its stages on a terminal's stderr. `cflags`: the
+    compiler flags (default: the production ones, mechdyn.codegen.flags.production)."""
     flags = _flags(cflags)
-    name = module_name(model, flags)
+    name = module_name(model, flags, unit)
     dest = _module_file(name)
     if _cache.defect(dest, name) is not None:
-        _rebuild(model, name, dest, flags, progress)
+        _rebuild(model, name, dest, flags, progress, unit=unit)
     try:
         return _import(name, str(dest)), dest
     except ImportError as e:
         failed = str(e)
-    _rebuild(model, name, dest, flags, progress, failed)
+    _rebuild(model, name, dest, flags, progress, failed, unit)
     # dlopen matches an already-opened library by its path string before looking at the file, so the rebuilt
     # module is opened through a path spelled differently ("/./") to reach the new file
     return _import(name, f"{dest.parent}/./{dest.name}"), dest

@@ -88,10 +88,30 @@ FUNCTIONS = (
              breaks=(7, 12)),
 )
 
-FUNCTION = {f.name: f for f in FUNCTIONS}
-CONSTANT = {c.name: c for c in CONSTANTS}
+# The derivatives' module (derivs.py), a translation unit of its own, compiled when they are first asked for.
+_BLOCKS = ("double *qdd", "double *dq", "double *dqd", "double *dtau", "double *dact", "double *dfext")
+
+DERIV_CONSTANTS = (
+    Constant("fwd_dyn_derivs_nv", "int", "velocity coordinates: every block has nv rows"),
+    Constant("fwd_dyn_derivs_nact", "int", "act slots: the columns of dact"),
+    Constant("fwd_dyn_derivs_nbody", "int", "bodies: dfext has 6 nbody columns"),
+    Constant("fwd_dyn_derivs_flops", "long", "arithmetic operations per fwd_dyn_derivs call (fwd_dyn's included)"),
+)
+
+DERIV_FUNCTIONS = (
+    Function("fwd_dyn_derivs", "void", (*_STATE, *_BLOCKS),
+             "qdd and its derivatives, row-major, row i that of qdd[i]: dq (nv x nv, on the tangent), dqd (nv x nv), "
+             "dtau (nv x nv), dact (nv x nact), dfext (nv x 6 nbody); fext and act may be NULL", breaks=(5,)),
+    Function("fwd_dyn_derivs_batch", "void", ("int n", *_STATE, *_BLOCKS),
+             "fwd_dyn_derivs at n states, each input and block after the one before; fext and act may be NULL",
+             breaks=(6,)),
+)
+
+FUNCTION = {f.name: f for f in (*FUNCTIONS, *DERIV_FUNCTIONS)}
+CONSTANT = {c.name: c for c in (*CONSTANTS, *DERIV_CONSTANTS)}
 
 CDEF = "\n".join(x.declaration() for x in (*CONSTANTS, *FUNCTIONS)) + "\n"
+DERIV_CDEF = "\n".join(x.declaration() for x in (*DERIV_CONSTANTS, *DERIV_FUNCTIONS)) + "\n"
 
 # an exported (not static) definition's header in emitted C: return type, name, parameters, then the body's brace
 _DEFINITION = re.compile(r"^(?!static\b)(\w+) (fwd_dyn\w*)\(([^)]*)\)\n\{", re.M)

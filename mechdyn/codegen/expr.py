@@ -93,6 +93,7 @@ class Builder:
         self._affine: dict[str, tuple[str, Sym, float]] = {}  # t = x*c or t = x+c, for constant folding
         self._trig: dict[str, int] = {}  # input slot -> its lane in the sincos batch
         self._ready: dict[str, int] = {}  # temporary or sincos lane -> cycle it is ready, unlimited cores
+        self._ops: dict[str, tuple[str, tuple[Val, ...]]] = {}  # temporary -> (op, operands): the tape, tangent.py
         self.budget: int | None = None  # emitting more operations than this raises OverBudget
 
     # -- emission --------------------------------------------------------
@@ -129,6 +130,7 @@ class Builder:
         self._ready[s.name] = schedule.LATENCY.get(op, 1) + max((self.ready(u) for u in uses), default=0)
         self._stmts.append((s.name, f"const double {s.name} = {text};", op,
                             tuple(u.name for u in uses if isinstance(u, Sym))))
+        self._ops[s.name] = (op, uses)
         return s
 
     def stmt(self, text: str, *uses: Val) -> None:
@@ -148,7 +150,7 @@ class Builder:
         f = Builder(self.prefix)
         f.where, f.budget = self.where, self.budget
         f._stmts, f._table, f._affine, f._trig = list(self._stmts), dict(self._table), dict(self._affine), dict(self._trig)
-        f._ready = dict(self._ready)
+        f._ready, f._ops = dict(self._ready), dict(self._ops)
         return f
 
     def _needed(self, since: int, roots: set[str], stores: bool) -> list[bool]:
@@ -168,6 +170,20 @@ class Builder:
         first `since`: what emitting them cost, given everything before."""
         keep = self._needed(since, {x.name for x in outputs if isinstance(x, Sym)}, stores=False)
         return sum(kp and st[2] in OPS_COUNTED for st, kp in zip(self._stmts[since:], keep))
+
+    def tape(self, roots: list[Val]) -> list[tuple[str, str, tuple[Val, ...]]]:
+        """(temporary, op, operands) of every statement `roots` need, in emitted order, not looking past a held
+        value (hold): the operations a derivative of the roots runs through (tangent.py). An operation is its
+        operands combined by op: a + b, a - b, a * b, a / b, sqrt(a), or a held."""
+        need = {x.name for x in roots if isinstance(x, Sym)}
+        out = []
+        for name, _, _, _ in reversed(self._stmts):
+            if name in need:
+                op, uses = self._ops[name]
+                out.append((name, op, uses))
+                if op != "hold":
+                    need.update(u.name for u in uses if isinstance(u, Sym))
+        return out[::-1]
 
     @property
     def angles(self) -> list[str]:
@@ -271,6 +287,13 @@ class Builder:
         if isinstance(a, float):
             return a ** 0.5
         return self.emit(("sqrt", a.c()), f"sqrt({a.c()})", "sqrt", a)
+
+    def hold(self, a: Val) -> Val:
+        """a under a name of its own that no folding looks through, and whose derivative is zero (tangent.py): the
+        solution of a system held while the system's residual is differentiated. A copy, not an operation."""
+        if isinstance(a, float):
+            return a
+        return self.emit(("hold", a.c()), a.c(), "hold", a)
 
     def sincos(self, a: Val) -> tuple[Val, Val]:
         """(sin a, cos a) of an input slot, computed with all the others in one batch at the top (trig.py)."""

@@ -12,16 +12,15 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import Model
 
-from .capi import BODY_ROW, CDEF, CONSTANT, FUNCTION  # noqa: F401  (CDEF: re-exported for build.py)
-from .aba import apply_Hinv, articulated_inertias, loop_solve
-from .crba import mass_matrix
-from .elements import element_forces, tsda_state
+from .capi import BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, FUNCTION  # noqa: F401  (CDEFs: re-exported for build.py)
+from .aba import apply_Hinv, loop_solve
+from .elements import tsda_state
+from .equations import system
 from .expr import OPS_COUNTED, Builder, OverBudget, Sym, Val
 from .kinematics import TreeKinematics
 from . import aba, frames, kkt, schedule
-from .loops import as_K, as_wrenches, loop_rows
+from .derivs import derivatives_builder
 from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
-from .rnea import bias_force, body_forces
 from .stepper import damped, drift_function, power_body, sim_function
 from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
 from .sspatial import mtv
@@ -53,37 +52,20 @@ ROUTES = {  # the two ways fwd_dyn solves for qdd, each under its name, without 
 
 
 def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, budget: int | None = None) -> Builder:
-    """fwd_dyn as built, in pass order: kinematics, then H (route "crba") or the articulated inertias ("aba"),
-    C, elements, and the solve of H qdd = tau − C + Q: by LᵀDL, or the KKT system with loops (`eager`: the
-    LᵀDL's updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops.
+    """fwd_dyn as built, in pass order: the system (kinematics, H or the articulated inertias, C, elements, loop
+    rows), and the solve of H qdd = tau − C + Q: by LᵀDL, or the KKT system with loops (`eager`: the LᵀDL's
+    updates subtracted as they come, ltdl.py); or by H⁻¹ applied in O(n), through method 2 with loops.
     Past `budget` emitted operations it raises OverBudget."""
-    if not model.bands_expanded:
-        raise NotImplementedError(f"{model.path}: track bands are parsed but not yet expanded into bodies")
     b = Builder(path=model.path)
     b.budget = budget
-    kin = TreeKinematics(b, model)
-    if route == "crba":
-        H = mass_matrix(b, kin)
-        lam = expanded_parents(model)
-        check_sparsity(H, lam)
-    else:
-        art = articulated_inertias(b, kin)
-    # The ABA route starts its backward pass with the bodies' forces at qdd = 0 instead of subtracting C.
-    C = bias_force(b, kin) if route == "crba" else [0.0] * model.nv
-    bias = body_forces(b, kin) if route == "aba" else []
-    Q = element_forces(b, kin)
-    rhs: list[Val] = [b.add(b.sub(Sym(f"tau[{i}]"), C[i]), Q.get(i, 0.0)) for i in range(model.nv)]
-    rows = []
-    for lp in model.loops:
-        with b.at(model.path, lp.line, f"loop '{lp.name}'"):
-            rows += loop_rows(b, kin, lp, as_wrenches if route == "aba" else as_K)
+    s = system(b, model, route)
     if route == "aba":
-        qdd = (loop_solve(b, kin, art, rhs, bias, rows) if rows
-               else apply_Hinv(b, kin, art, [rhs], [list(enumerate(bias))])[0])
-    elif rows:
-        qdd = kkt.kkt_solve(b, H, rows, rhs, kkt.elimination_order(model))
+        qdd = (loop_solve(b, s.kin, s.art, s.rhs, s.bias, s.rows) if s.rows
+               else apply_Hinv(b, s.kin, s.art, [s.rhs], [list(enumerate(s.bias))])[0])
+    elif s.rows:
+        qdd = kkt.kkt_solve(b, s.H, s.rows, s.rhs, kkt.elimination_order(model))
     else:
-        qdd = ltdl_forward(b, H, lam, rhs, floating_blocks(model), eager)
+        qdd = ltdl_forward(b, s.H, expanded_parents(model), s.rhs, floating_blocks(model), eager)
     for i, x in enumerate(qdd):
         b.store(f"qdd[{i}]", x)
     return b
@@ -376,3 +358,45 @@ def generate(model: Model) -> Generated:
 PARTS_NOTE = ("\n/* Three parts: the API (0), fwd_dyn's stages (1), fwd_dyn_batch4's stages (2). The file compiles "
               "whole, or\n * one part per translation unit with -DMD_PART=0, 1 or 2 (mechdyn compiles them in "
               "parallel and links them). */\n")
+
+
+def derivatives_unit(model: Model) -> Generated:
+    """The derivatives' translation unit (derivs.py): fwd_dyn_derivs on the model with its frames slid, its
+    batched twin, the sizes and the operation count."""
+    framed = slid(model)[1]
+    b, blocks = derivatives_builder(framed)
+    m = model
+    clear = []  # the structural zeros of every block, then its other entries stored
+    for name, rows in blocks.items():
+        if name != "qdd" and rows[0]:
+            clear.append(f"memset({name}, 0, sizeof(double) * {len(rows) * len(rows[0])});")
+        for i, row in enumerate(rows):
+            for j, x in enumerate(row):
+                if x != 0.0 or name == "qdd":
+                    b.store(f"{name}[{i * len(row) + j}]", x)
+    lines, ops = b.finish(scheduled=True)
+    flops = sum(ops[o] for o in OPS_COUNTED)
+    guards = []
+    if any(bd.fext for bd in m.bodies):
+        guards += [f"static const double fext_zero[{6 * m.nbody}] = {{0}};", "if (!fext) fext = fext_zero;"]
+    if m.nact:
+        guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
+    unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
+              if not used]
+    values = {"fwd_dyn_derivs_nv": m.nv, "fwd_dyn_derivs_nact": m.nact, "fwd_dyn_derivs_nbody": m.nbody,
+              "fwd_dyn_derivs_flops": flops}
+    nq, nv, na, nf = m.nq, m.nv, m.nact, 6 * m.nbody
+    step = {"q": nq, "qd": nv, "tau": nv, "fext": nf, "act": na, "qdd": nv, "dq": nv * nv, "dqd": nv * nv,
+            "dtau": nv * nv, "dact": nv * na, "dfext": nv * nf}
+    at = lambda a: f"{a} + (long)k * {step[a]}"  # noqa: E731
+    call = ", ".join([at("q"), at("qd"), at("tau"), f"fext ? {at('fext')} : 0", f"act ? {at('act')} : 0",
+                      *(at(x) for x in ("qdd", "dq", "dqd", "dtau", "dact", "dfext"))])
+    source = (f"/* Derivatives of the forward dynamics of model '{m.name}', generated by mechdyn (generator version "
+              f"{GENERATOR_VERSION}).\n * nq {nq}, nv {nv}, act slots {na}; {flops} operations per call. "
+              "Conventions: docs/derivatives.md. Do not edit. */\n"
+              + includes() + VECTOR_TYPES + (SINCOS_C if b.angles else "") + (SQRT_C if ops["sqrt"] else "")
+              + "\n" + "".join(CONSTANT[n].definition(v) + "\n" for n, v in values.items())
+              + "\n" + FUNCTION["fwd_dyn_derivs"].header() + "\n{\n" + _indent(guards + unused + clear + lines) + "}\n"
+              + "\n" + FUNCTION["fwd_dyn_derivs_batch"].header() + "\n{\n"
+              + f"    for (int k = 0; k < n; ++k)\n        fwd_dyn_derivs({call});\n}}\n")
+    return Generated(model, source, ops, 0, Route("crba", {"crba": flops}))

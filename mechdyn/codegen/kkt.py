@@ -86,8 +86,9 @@ def elimination_order(model: Model) -> list[Pivot]:
 
 
 def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: list[Val],
-              order: list[Pivot]) -> list[Val]:
-    """qdd from the KKT system, by LDLᵀ in `order` (lower-triangle dict H, rows as from loop_rows)."""
+              order: list[Pivot], multipliers: bool = False) -> list[Val]:
+    """qdd from the KKT system, by LDLᵀ in `order` (lower-triangle dict H, rows as from loop_rows); with
+    `multipliers`, qdd followed by μ, one per row."""
     nv = len(rhs)
     pos = {node: p for p, node in enumerate(order)}
     at = lambda kind, idx: pos[kind, idx]  # noqa: E731
@@ -130,4 +131,4 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
     x = [b.mul(y[k], Dinv[k]) for k in range(len(order))]
     for k in range(len(order) - 1, -1, -1):  # Lᵀ x = D⁻¹ z
         x[k] = b.sum(x[k], *(b.neg(b.mul(l, x[i])) for i, l in L[k].items()))
-    return [x[at("v", s)] for s in range(nv)]
+    return [x[at("v", s)] for s in range(nv)] + ([x[at("c", r)] for r in range(len(rows))] if multipliers else [])

@@ -22,6 +22,8 @@ constant or ready early costs the chain nothing.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mechdyn.core.model import BASE, Model
 
 from .expr import Builder, Val
@@ -154,14 +156,23 @@ def pivot_order(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], block
     return perm
 
 
-def ltdl_forward(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], rhs: list[Val], blocks: list[range],
-                 eager: bool = False) -> list[Val]:
-    """x with H x = rhs: the floating blocks' pivots ordered (pivot_order), H factored and solved in that
-    order, x in the written order."""
+def ltdl_solver(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], blocks: list[range],
+                eager: bool = False) -> Callable[[list[Val]], list[Val]]:
+    """rhs ↦ x with H x = rhs: the floating blocks' pivots ordered (pivot_order) and H factored in that order once,
+    each right-hand side solved in that order, x in the written order."""
     perm = pivot_order(b, H, lam, blocks, eager)
     L, Dinv = ltdl_factor(b, permute(H, perm), lam, eager)
-    y = ltdl_solve(b, L, Dinv, lam, [rhs[c] for c in perm])
-    x: list[Val] = [0.0] * len(perm)
-    for k, c in enumerate(perm):
-        x[c] = y[k]
-    return x
+
+    def solve(rhs: list[Val]) -> list[Val]:
+        y = ltdl_solve(b, L, Dinv, lam, [rhs[c] for c in perm])
+        x: list[Val] = [0.0] * len(perm)
+        for k, c in enumerate(perm):
+            x[c] = y[k]
+        return x
+    return solve
+
+
+def ltdl_forward(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], rhs: list[Val], blocks: list[range],
+                 eager: bool = False) -> list[Val]:
+    """x with H x = rhs (ltdl_solver)."""
+    return ltdl_solver(b, H, lam, blocks, eager)(rhs)
