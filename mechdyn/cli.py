@@ -124,16 +124,19 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-    """Write the generated C for a model."""
-    from mechdyn.codegen.generate import generate
+    """Write the generated C for a model (with --derivatives, its derivatives' translation unit)."""
+    from mechdyn.codegen.generate import derivatives_unit, generate
 
-    gen = generate(load_model(args.model))
+    model = load_model(args.model)
+    gen = derivatives_unit(model) if args.derivatives else generate(model)
     if args.output == "-":
         sys.stdout.write(gen.source)
     else:
         atomic_write(Path(args.output), gen.source)
-        print(f"{args.output}: {gen.model.name}, nq {gen.model.nq}, nv {gen.model.nv}, {gen.flops} flops per call; "
-              f"solve: {gen.route.describe(gen.model)}")
+        solve = ("the forward pass included: the CRBA's factor, reused for every column" if args.derivatives
+                 else f"solve: {gen.route.describe(gen.model)}")
+        print(f"{args.output}: {gen.model.name}, nq {gen.model.nq}, nv {gen.model.nv}, {gen.flops} flops per "
+              f"{'fwd_dyn_derivs' if args.derivatives else 'fwd_dyn'} call; {solve}")
     return EXIT_PASS
 
 
@@ -471,8 +474,13 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--no-route", action="store_true", help="skip the solve route (and its operation counts)")
     i.set_defaults(func=cmd_info)
     g = sub.add_parser("gen", help="write the generated C for a model",
-                       description="Write the specialized C translation unit that mechdyn compiles for a model.")
+                       description="Write the specialized C translation unit that mechdyn compiles for a model, or "
+                       "with --derivatives the one of its derivatives (fwd_dyn_derivs: qdd and its derivatives with "
+                       "respect to q, qd, tau, act and fext; docs/derivatives.md).",
+                       epilog="examples:\n  mechdyn gen elbow -o elbow.c\n  mechdyn gen --derivatives quartercar "
+                       "-o quartercar_derivs.c", formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    g.add_argument("--derivatives", action="store_true", help="the derivatives' translation unit instead")
     g.add_argument("-o", "--output", default="-", type=_output_or_stdout, help="output file (default: standard output)")
     g.set_defaults(func=cmd_gen)
     b = sub.add_parser("bench", help="time the generated forward dynamics",

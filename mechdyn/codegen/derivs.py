@@ -31,7 +31,9 @@ from . import kkt
 from .equations import system
 from .expr import Builder, Sym, Val
 from .kinematics import quaternion_rotation_T
+from .elements import element_forces
 from .ltdl import expanded_parents, floating_blocks, ltdl_solver
+from .rnea import bias_force
 from .sspatial import cross
 from .tangent import Tangent, derivatives
 
@@ -89,7 +91,6 @@ def derivatives_builder(model: Model) -> tuple[Builder, dict[str, list[list[Val]
     b = Builder(path=model.path)
     s = system(b, model, "crba")
     nv, nc = model.nv, len(s.rows)
-    H = lambda i, j: s.H.get((max(i, j), min(i, j)), 0.0)  # noqa: E731
     if s.rows:
         order = kkt.elimination_order(model)
 
@@ -104,8 +105,9 @@ def derivatives_builder(model: Model) -> tuple[Builder, dict[str, list[list[Val]
     qdd, mu = x[:nv], x[nv:]
     a, lam = [b.hold(v) for v in qdd], [b.hold(v) for v in mu]
     # the residuals with (qdd, μ) held
-    r = [b.sum(*(b.mul(H(i, j), a[j]) for j in range(nv)),
-               *(b.mul(K.get(i, 0.0), lam[c]) for c, (K, _) in enumerate(s.rows)), b.neg(s.rhs[i])) for i in range(nv)]
+    ID, Q = bias_force(b, s.kin, qdd=a), element_forces(b, s.kin)  # Q: the system's own, shared
+    r = [b.sum(ID[i], b.neg(Sym(f"tau[{i}]")), b.neg(Q.get(i, 0.0)),
+               *(b.mul(K.get(i, 0.0), lam[c]) for c, (K, _) in enumerate(s.rows))) for i in range(nv)]
     g = [b.sub(b.sum(*(b.mul(x_, a[j]) for j, x_ in K.items())), kr) for K, kr in s.rows]
     seed = seeds(b, model)
     dr = derivatives(b, r + g, lambda name: seed.get(name, {}))

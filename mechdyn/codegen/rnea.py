@@ -62,16 +62,28 @@ def body_force(b: Builder, bd: Body, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
     return n + F
 
 
-def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec3) -> tuple[Vec3, Vec3]:
-    """(α, a_O) of body i at qdd = 0 from its parent's: angular acceleration and the origin's classical one.
+def joint_acceleration(b: Builder, kin: TreeKinematics, i: int, qdd: list[Val] | None) -> Vec6:
+    """S qdd_i, body i's joint acceleration in its own coordinates (zero without qdd): the origin is on the joint's
+    axis, so a revolute joint's adds to α only, a prismatic joint's to a_O only."""
+    if qdd is None:
+        return [0.0] * 6
+    v0 = kin.model.vidx[i]
+    return [b.sum(*(b.mul(s[r], qdd[v0 + k]) for k, s in enumerate(kin.S[i]))) for r in range(6)]
+
+
+def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec3,
+                  qdd: list[Val] | None = None) -> tuple[Vec3, Vec3]:
+    """(α, a_O) of body i from its parent's: angular acceleration and the origin's classical one, at qdd = 0 or
+    at the given qdd (joint_acceleration).
 
     For a single-DOF joint a_O = E (a_Op + α_p × r + ω_p × (ω_p × r) + 2 ω_p × ṙ), which needs no
     linear velocities; a floating body (a root, by the format) has a_O = E a_Op + ω × v."""
     bd, X, vJ = kin.model.bodies[i], kin.Xup[i], kin.vJ(i)
     w = kin.v[i][:3]
-    al = vadd(b, mv(b, X.E, al_p), cross(b, w, vJ[:3]))
+    aJ = joint_acceleration(b, kin, i, qdd)
+    al = vadd(b, vadd(b, mv(b, X.E, al_p), cross(b, w, vJ[:3])), aJ[:3])
     if bd.joint == "floating":
-        return al, vadd(b, mv(b, X.E, aO_p), cross(b, w, kin.v[i][3:]))
+        return al, vadd(b, vadd(b, mv(b, X.E, aO_p), cross(b, w, kin.v[i][3:])), aJ[3:])
     w_p = [0.0] * 3 if bd.parent == BASE else kin.v[bd.parent][:3]
     rdot = mtv(b, X.E, vJ[3:])  # the prismatic slide rate in parent coordinates (zero for revolute)
     if all(isinstance(x, float) for x in X.r):  # a fixed offset: ω_p × (ω_p × r) in the parent's monomials
@@ -80,27 +92,29 @@ def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec
     else:
         centripetal = cross(b, w_p, cross(b, w_p, X.r))
     inner = vadd(b, vadd(b, aO_p, cross(b, al_p, X.r)), vadd(b, centripetal, cross(b, w_p, scale(b, 2.0, rdot))))
-    return al, mv(b, X.E, inner)
+    return al, vadd(b, mv(b, X.E, inner), aJ[3:])
 
 
-def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True) -> Iterator[tuple[int, tuple[Vec3, Vec3]]]:
-    """(body, (α, a_O)) at qdd = 0, the base (BASE) first, accelerating at −g unless `gravity` is false: gravity as
-    a fictitious acceleration, which the difference of two points' accelerations cancels. Lazy, so that a
-    caller's per-body work is emitted beside each body's accelerations."""
+def origin_accelerations(b: Builder, kin: TreeKinematics, gravity: bool = True,
+                         qdd: list[Val] | None = None) -> Iterator[tuple[int, tuple[Vec3, Vec3]]]:
+    """(body, (α, a_O)) at qdd = 0 (or at `qdd`), the base (BASE) first, accelerating at −g unless `gravity` is
+    false: gravity as a fictitious acceleration, which the difference of two points' accelerations cancels. Lazy,
+    so that a caller's per-body work is emitted beside each body's accelerations."""
     g0: Vec3 = [-float(g) for g in kin.model.gravity]
     acc = {BASE: ([0.0] * 3, g0 if gravity else [0.0] * 3)}
     yield BASE, acc[BASE]
     for i, bd in enumerate(kin.model.bodies):
         with b.at(kin.model.path, bd.line, f"body '{bd.name}'"):
-            acc[i] = accelerations(b, kin, i, *acc[bd.parent])
+            acc[i] = accelerations(b, kin, i, *acc[bd.parent], qdd)
         yield i, acc[i]
 
 
-def body_forces(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Vec6]:
-    """Every body's force I a + v ×* I v − fext at qdd = 0, in its own coordinates: the forward half of the pass."""
+def body_forces(b: Builder, kin: TreeKinematics, fext: str = "fext", qdd: list[Val] | None = None) -> list[Vec6]:
+    """Every body's force I a + v ×* I v − fext at qdd = 0 (or at `qdd`), in its own coordinates: the forward half
+    of the pass."""
     model = kin.model
     f: list[Vec6] = []
-    for i, (al, aO) in origin_accelerations(b, kin):
+    for i, (al, aO) in origin_accelerations(b, kin, qdd=qdd):
         if i == BASE:
             continue
         bd = model.bodies[i]
@@ -113,10 +127,11 @@ def body_forces(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Vec
     return f
 
 
-def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext") -> list[Val]:
-    """C such that H qdd + C = tau, for the model's gravity and the declared external forces."""
+def bias_force(b: Builder, kin: TreeKinematics, fext: str = "fext", qdd: list[Val] | None = None) -> list[Val]:
+    """C such that H qdd + C = tau, for the model's gravity and the declared external forces; or, given `qdd`,
+    the inverse dynamics H qdd + C."""
     model = kin.model
-    f = body_forces(b, kin, fext)
+    f = body_forces(b, kin, fext, qdd)
     C: list[Val] = [0.0] * model.nv
     for i in range(model.nbody - 1, -1, -1):
         bd = model.bodies[i]

@@ -86,45 +86,47 @@ def _gathers(model: Model, texts: list[str]) -> tuple[list[str], set[str]]:
              for name, i in used], {name for name, _ in used})
 
 
-def _stage_header(name: str, ctype: str) -> str:
+def _stage_header(name: str, ctype: str, params: str = _PARAMS) -> str:
     """A stage function's declarator: out of line, and hidden, so that it may sit in another translation unit of
     the same module (generate.py's parts)."""
-    return (f"__attribute__((noinline, visibility(\"hidden\"))) void {name}({_PARAMS},\n"
+    return (f"__attribute__((noinline, visibility(\"hidden\"))) void {name}({params},\n"
             f"        const md_v4 *md_sc, {ctype} *md_w)")
 
 
-def _stage_function(name: str, ctype: str, stage: schedule.Stage, lines: list[str]) -> str:
+def _stage_function(name: str, ctype: str, stage: schedule.Stage, lines: list[str], params: str = _PARAMS,
+                    args: str = _ARGS) -> str:
     """One stage: its imports from the workspace, its statements `lines`, its exports."""
     slot = {t: f"md_w[{k}]" for t, k in stage.imports}  # read where used: loaded late, not held or spilled
     body = [schedule.TEMP.sub(lambda m: slot.get(m[0], m[0]), ln) for ln in lines] if slot else list(lines)
     body += [f"md_w[{k}] = {t};" for t, k in stage.exports]
-    silence = " ".join(f"(void){a};" for a in (*_ARGS.split(", "), "md_sc", "md_w"))
+    silence = " ".join(f"(void){a};" for a in (*args.split(", "), "md_sc", "md_w"))
     indent = "".join(f"    {ln}\n" for ln in [silence, *body])
-    return f"{_stage_header(name, ctype)}\n{{\n{indent}}}\n"
+    return f"{_stage_header(name, ctype, params)}\n{{\n{indent}}}\n"
 
 
-def _prototypes(name: str, ctype: str, nstages: int) -> str:
+def _prototypes(name: str, ctype: str, nstages: int, params: str = _PARAMS) -> str:
     """The declarations of a function's stages, for its caller."""
-    return "".join(f"{_stage_header(f'{name}{n}', ctype)};\n" for n in range(nstages))
+    return "".join(f"{_stage_header(f'{name}{n}', ctype, params)};\n" for n in range(nstages))
 
 
-def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int) -> list[str]:
+def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int, args: str = _ARGS) -> list[str]:
     """The caller's statements: the sines and cosines `sc` in md_sc, the workspace, the stages in order."""
     shared = [f"const md_v4 md_sc[{len(sc)}] = {{{', '.join(sc)}}};" if sc else "const md_v4 *const md_sc = 0;",
               f"{ctype} md_w[{max(nslots, 1)}];"]
-    return shared + [f"{name}{n}({_ARGS}, md_sc, md_w);" for n in range(nstages)]
+    return shared + [f"{name}{n}({args}, md_sc, md_w);" for n in range(nstages)]
 
 
-def forward_stages(angles: list[str], lines: list[str]) -> tuple[str, str, list[str]]:
-    """fwd_dyn's stage functions, their prototypes, and fwd_dyn's statements that call them after the sincos
-    batch."""
-    parts, nslots = schedule.stages(lines, schedule.STAGE)
+def forward_stages(angles: list[str], lines: list[str], name: str = "fwd_dyn_stage", params: str = _PARAMS,
+                   args: str = _ARGS, size: int = schedule.STAGE) -> tuple[str, str, list[str]]:
+    """fwd_dyn's (or, given their `name`, `params` and `args`, another scalar function's) stage functions of `size`
+    statements, their prototypes, and the caller's statements that call them after the sincos batch."""
+    parts, nslots = schedule.stages(lines, size)
     lane = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}][{m[3]}]"  # noqa: E731
-    funcs = "".join("\n" + _stage_function(f"fwd_dyn_stage{n}", "double", st,
-                                           [LANE_NAME.sub(lane, t) for t in st.lines]) for n, st in enumerate(parts))
+    funcs = "".join("\n" + _stage_function(f"{name}{n}", "double", st, [LANE_NAME.sub(lane, t) for t in st.lines],
+                                           params, args) for n, st in enumerate(parts))
     sc = [f"{p}{k}" for k in range((len(angles) + LANES - 1) // LANES) for p in ("sn", "cs")]
-    return (funcs, _prototypes("fwd_dyn_stage", "double", len(parts)),
-            sincos_batch(angles) + _calls("fwd_dyn_stage", "double", sc, len(parts), nslots))
+    return (funcs, _prototypes(name, "double", len(parts), params),
+            sincos_batch(angles) + _calls(name, "double", sc, len(parts), nslots, args))
 
 
 def batch4_function(model: Model, lines: list[str], angles: list[str]) -> tuple[str, str]:
