@@ -91,6 +91,14 @@ def test_planted_free_joint_rotation_update_fails(monkeypatch):
     assert not a.passed and a.pos > 1e-4
 
 
+def test_planted_tau_held_in_body_axes_fails(monkeypatch):
+    """MuJoCo holds qfrc_applied's free-joint force in world axes: treating it as mechdyn's body-axes tau is seen."""
+    monkeypatch.setattr(lin, "held_force", lambda f: np.zeros((3, 3)))
+    a = lin.compare(mechdyn.load("satellite"), trials=3)
+    report(a)
+    assert not a.passed and a.vel > 1e-4
+
+
 def test_planted_fext_held_about_the_base_origin_fails(monkeypatch):
     """MuJoCo holds xfrc_applied's moment about the centre of mass: dropping how fext's base-origin moment moves
     with the centre of mass (its velocity from fwd_dyn_bodies, here zeroed) is seen."""
