@@ -79,18 +79,17 @@ def transition_xml(model: Model, h: float = H) -> str:
         raise RuntimeError("the MJCF export's <option> block is not the one this module edits")
     text = text.replace(opt, f'  <option integrator="Euler" timestep="{h!r}"')
     text = text.replace(flag, '<flag contact="disable" eulerdamp="disable"/>')
-    dofadr = build(model).layout
+    layout = build(model).layout
     motors = []
-    for b in sorted(model.bodies, key=lambda b: dofadr[b.name][1]):
+    for b in sorted(model.bodies, key=lambda b: layout[b.name][1]):
         if b.joint == "floating":
             motors += [f'<motor name="dof:{b.name}:{k}" joint="{b.name}" '
                        f'gear="{" ".join("1" if j == k else "0" for j in range(6))}"/>' for k in range(6)]
         else:
             motors.append(f'<motor name="dof:{b.name}" joint="{b.name}" gear="1"/>')
+    # a second <actuator> section, after the export's: MuJoCo numbers actuators in document order
     block = "".join(f"    {m}\n" for m in motors)
-    if "  </actuator>\n" in text:
-        return text.replace("  </actuator>\n", block + "  </actuator>\n", 1)
-    return text.replace("  <keyframe>\n", "  <actuator>\n" + block + "  </actuator>\n  <keyframe>\n", 1)
+    return text.replace("</mujoco>\n", f"  <actuator>\n{block}  </actuator>\n</mujoco>\n", 1)
 
 
 def transition_model(model: Model, h: float = H) -> MjModel:
@@ -133,8 +132,8 @@ def mujoco_transition(mm: MjModel, s: State, eps: float = EPS) -> tuple[np.ndarr
 
 
 def held_force(f: np.ndarray) -> np.ndarray:
-    """∂f/∂δθ for the body-axes force f = Rᵀ F of a held world force F as R ↦ R exp(δθ): [f]× (qfrc_applied's
-    free-joint force, as MuJoCo holds it while mechdyn's derivatives hold tau)."""
+    """∂f/∂δθ for the body-axes force f = Rᵀ F of a held world force F as R ↦ R exp(δθ): [f]×
+    (qfrc_applied's free-joint force, as MuJoCo holds it while mechdyn's derivatives hold tau)."""
     return cross(f)
 
 
@@ -174,8 +173,8 @@ def mechdyn_transition(dyn: Dynamics, mm: MjModel, s: State, h: float = H) -> tu
         w, v, f = s.qd[om], s.qd[vb], s.tau[vb]
         Pq[vb, lin] = R.T  # δp = Rᵀ δr
         Pvv[vb, lin] = R.T  # v = Rᵀ ṙ
-        # v = Rᵀ ṙ at fixed ṙ, R ↦ R exp(δθ); its effect cancels in qacc (a uniform translational velocity changes
-        # no acceleration), so no comparison can see this term, but it belongs to the map
+        # v = Rᵀ ṙ at fixed ṙ, R ↦ R exp(δθ); its effect cancels in qacc (a uniform translational velocity
+        # changes no acceleration), so no comparison can see this term, but it belongs to the map
         Pvq[vb, ang] = cross(v)
         Ptu[vb, lin] = R.T
         Ptq[vb, ang] = held_force(f)

@@ -55,6 +55,22 @@ def test_transition_model_is_explicit_euler_with_a_motor_per_dof():
     assert mm.mj.nu == mm.model.nact + mm.model.nv
 
 
+def test_planted_dof_motors_out_of_order_are_refused(monkeypatch):
+    """B's qfrc columns assume motor nact + j drives MuJoCo's dof j: motors written in another order are refused."""
+    real = lin.transition_xml
+
+    def reversed_motors(model, h=lin.H):
+        lines = real(model, h).split("\n")
+        at = [i for i, line in enumerate(lines) if 'name="dof:' in line]
+        for i, line in zip(at, [lines[i] for i in reversed(at)]):
+            lines[i] = line
+        return "\n".join(lines)
+
+    monkeypatch.setattr(lin, "transition_xml", reversed_motors)
+    with pytest.raises(RuntimeError, match="one to one"):
+        lin.transition_model(load_model("threelink"))
+
+
 @pytest.mark.parametrize("name", ["threelink", "satellite"])
 def test_planted_dqd_sign_fails(name, monkeypatch):
     real = mechdyn.dynamics.Dynamics.derivatives
