@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mechdyn import load
 from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.model import Model
 from mechdyn.core.parse import MODELS_DIR, load_model
@@ -300,8 +301,6 @@ def tree_models() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """python -m crosscheck.mujoco.linearize [models...]: the agreement table (default: every model it covers)."""
-    import mechdyn
-
     p = argparse.ArgumentParser(prog="python -m crosscheck.mujoco.linearize", description=main.__doc__)
     p.add_argument("models", nargs="*")
     p.add_argument("--trials", type=int, default=20)
@@ -317,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     print(TABLE_HEADER)
     failed = []
     for name in args.models or tree_models():
-        a = compare(mechdyn.load(name), args.trials, args.seed, eps=args.eps)
+        a = compare(load(name), args.trials, args.seed, eps=args.eps)
         print(a.row(), flush=True)
         if not a.passed:
             failed.append(name)
