@@ -1,6 +1,6 @@
 """Linearization, static equilibrium and modes from the generated derivatives (docs/derivatives.md)."""
 from .equilibrium import EquilibriumError, close_loops, equilibrium
-from .linearize import Linear, held_slots, kinematic_block, linearize, tangent_basis
+from .linearization import Linear, held_slots, kinematic_block, linearize, tangent_basis
 from .modes import Modes, modes
 
 __all__ = ["EquilibriumError", "Linear", "Modes", "close_loops", "equilibrium", "held_slots", "kinematic_block",

@@ -11,7 +11,7 @@ from mechdyn.core.loops import closure, loop_of_row
 from mechdyn.core.model import Model
 from mechdyn.dynamics import Dynamics
 
-from .linearize import held_slots, linearize
+from .linearization import held_slots, linearize
 
 
 class EquilibriumError(ValueError):
@@ -68,15 +68,17 @@ def equilibrium(dyn: Dynamics, q0, held: Iterable[int | str] = (), tau=None, act
             return q
         m = lin.M.shape[0]
         y = scipy.linalg.lstsq(lin.Ar[m:, :m], -lin.P @ lin.qdd, cond=1e-12)[0]  # z̈ ≈ P qdd + P dq N y = 0
+        step = lin.N @ y
+        step[list(hs)] = 0.0  # N's held rows are zero only to round-off; the held coordinates must not creep
         for _ in range(30):  # backtracking: far from equilibrium the full step may overshoot
             try:
-                trial = close_loops(model, retract(model, q, lin.N @ y), hs)
+                trial = close_loops(model, retract(model, q, step), hs)
                 tlin, tres = state(trial)
             except EquilibriumError:
                 tres = np.inf
             if tres < res:
                 break
-            y = 0.5 * y
+            step = 0.5 * step
         else:
             break
         q, lin, res = trial, tlin, tres

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linearize import Linear, null_basis
+from .linearization import Linear, null_basis
 
 RIGID_TOL = 1e-7  # |λ| below this fraction of the largest (or of 1 rad/s) is a rigid-body mode
 

@@ -150,8 +150,8 @@ def springpend_error(lin: Linear) -> float:
     q1 = scipy.optimize.brentq(dV, -1.2, 0.0, xtol=1e-15)
     L, L1, L2 = geometry(q1)
     K1 = b1.mass * g * l1 * np.cos(q1) + ts.k * L1**2 + ts.k * (L - ts.l0) * L2
-    want = [(np.sqrt(K1 / I1), ts.c * L1**2 / (2 * np.sqrt(K1 * I1))), (np.sqrt(K2 / I2), rs.c / (2 * np.sqrt(K2 * I2)))]
-    want.sort()
+    want = sorted([(np.sqrt(K1 / I1), ts.c * L1**2 / (2 * np.sqrt(K1 * I1))),
+                   (np.sqrt(K2 / I2), rs.c / (2 * np.sqrt(K2 * I2)))])
     if len(md) != 2 or md.rigid.any():
         return np.inf
     return max(rel(md.frequency, [w / (2 * np.pi) for w, _ in want]),

@@ -139,7 +139,8 @@ def linearize(dyn: Dynamics, q, qd, tau=None, act=None, fext=None, held: Iterabl
     M = W.T @ MK @ W
     M = 0.5 * (M + M.T)  # symmetric to round-off; exactly so, for eigh and Cholesky downstream
     K, C = -G @ D.dq @ N, -G @ D.dqd @ N
-    P = np.linalg.solve(M, G)
+    # nothing to reduce (a tree, nothing held): P = M⁻¹ H is the identity, taken exactly rather than to round-off
+    P = np.linalg.solve(M, G) if model.loops or hs else np.eye(nv)
     m = N.shape[1]
     Ar = np.block([[N.T @ Ak @ N, np.eye(m)], [P @ D.dq @ N, P @ D.dqd @ N]])
     Br = np.vstack([np.zeros((m, nv + model.nact)), P @ np.hstack([D.dtau, D.dact])])
