@@ -85,4 +85,4 @@ def equilibrium(dyn: Dynamics, q0, held: Iterable[int | str] = (), tau=None, act
     where = int(np.argmax(np.abs(lin.qdd))) if np.isfinite(res) else 0
     raise EquilibriumError(f"model {model.name}: no static equilibrium found from the given start: max |qdd| "
                            f"{res:.3e} (velocity slot {where}) after Newton's steps stopped (tol {tol:g}); a free "
-                           "body under a constant load has none: hold it (held=...) or start nearer")
+                           "body under a constant load has none: hold its slots or start nearer")

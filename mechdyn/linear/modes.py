@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mechdyn.core.model import Model
+
 from .linearization import Linear, null_basis
 
 RIGID_TOL = 1e-7  # |λ| below this fraction of the largest (or of 1 rad/s) is a rigid-body mode
@@ -23,6 +25,15 @@ class Modes:
 
     def __len__(self) -> int:
         return len(self.frequency)
+
+
+def coordinate_names(model: Model) -> list[str]:
+    """A name per velocity slot: the body's for a single-DOF joint; a floating body's δ = [δφ; δp] as name.rx, .ry,
+    .rz (rotation about its own axes) and name.x, .y, .z (translation along them)."""
+    names = []
+    for b in model.bodies:
+        names += [f"{b.name}.{c}" for c in ("rx", "ry", "rz", "x", "y", "z")] if b.joint == "floating" else [b.name]
+    return names
 
 
 def _real_shape(v: np.ndarray) -> np.ndarray:
