@@ -488,10 +488,9 @@ def cmd_modes(args: argparse.Namespace) -> int:
         top = np.argsort(-np.abs(shape))[:3]
         dominant = ", ".join(f"{names[j]} {shape[j]:+.2f}" for j in top if abs(shape[j]) >= 0.1)
         lam = md.eigenvalues[i]
-        kind = ("rigid" if md.rigid[i] else "unstable" if lam.real > 0 else "decaying" if lam.imag == 0
-                else "")
+        kind = "rigid" if md.rigid[i] else "unstable" if md.unstable[i] else "decaying" if lam.imag == 0 else ""
         rows.append({"mode": i + 1, "f [Hz]": "-" if md.rigid[i] else f"{md.frequency[i]:.6g}",
-                     "zeta": "-" if md.rigid[i] else f"{md.damping[i] + 0.0:.4g}", "kind": kind,
+                     "zeta": "-" if md.rigid[i] else f"{md.damping[i]:.4g}" if abs(md.damping[i]) >= 1e-9 else "0", "kind": kind,
                      "dominant coordinates": dominant})
     if rows:
         print(pd.DataFrame(rows).to_string(index=False))

@@ -10,6 +10,7 @@ from mechdyn.core.model import Model
 from .linearization import Linear, null_basis
 
 RIGID_TOL = 1e-7  # |λ| below this fraction of the largest (or of 1 rad/s) is a rigid-body mode
+UNSTABLE_TOL = 1e-9  # Re λ above this fraction of |λ| grows; an undamped mode's round-off is ~1e-16
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,11 @@ class Modes:
     damping: np.ndarray  # (k,) ζ = -Re λ / |λ|; NaN for rigid-body modes
     shapes: np.ndarray  # (k, nv) on the full tangent, largest entry +1
     rigid: np.ndarray  # (k,) bool
+
+    @property
+    def unstable(self) -> np.ndarray:
+        """(k,) bool: the modes that grow, Re λ > UNSTABLE_TOL |λ| (an unstable equilibrium has one or more)."""
+        return self.eigenvalues.real > UNSTABLE_TOL * np.abs(self.eigenvalues)
 
     def __len__(self) -> int:
         return len(self.frequency)

@@ -10,7 +10,7 @@ import mechdyn
 import mechdyn.linear.linearization as linearization
 from mechdyn.core.integrate import difference, integrate, retract
 from mechdyn.core.loops import project_qd
-from mechdyn.linear import EquilibriumError, Linear, close_loops, equilibrium, held_slots, linearize
+from mechdyn.linear import EquilibriumError, Linear, close_loops, equilibrium, held_slots, linearize, modes
 
 EPS = 1e-6  # central differences: truncation ~ EPS² against round-off ~ 1e-16 / EPS
 FD_TOL = 1e-6  # relative to the block's largest entry
@@ -186,6 +186,17 @@ def test_equilibrium_holds_the_held_slots_and_zeroes_qdd(quartercar_held):
     dyn, lin = quartercar_held
     assert np.max(np.abs(lin.qdd)) <= 1e-10
     assert abs(lin.tau[list(lin.held)][0]) > 1e3  # the post carries the car's weight
+
+
+def test_equilibrium_from_a_level_chain_falls_to_hanging():
+    """threelink starts level, where the gravity stiffness is singular and no Newton step lowers the residual: the
+    fall step takes it down, and Newton ends hanging straight down (link1 at -90 deg, the others straight), a
+    stable equilibrium."""
+    dyn = mechdyn.load("threelink")
+    q = equilibrium(dyn, dyn.model.q0())
+    assert np.allclose(q, [-np.pi / 2, 0.0, 0.0], atol=1e-9)
+    md = modes(linearize(dyn, q, np.zeros(dyn.nv)))
+    assert len(md) == 3 and not md.unstable.any() and not md.rigid.any()
 
 
 def test_equilibrium_refuses_a_free_body_under_gravity(satellite):
