@@ -148,7 +148,8 @@ def plot_modes(dyn: Dynamics, md: Modes, path: Path, title: str | None = None) -
         for j in held_bodies:
             xy = rest["bodies"][j][0] @ P.T
             ax.plot(xy[0], xy[1], "s", color="k", ms=6)
-        f = "rigid-body mode" if md.rigid[i] else f"{md.frequency[i]:.3g} Hz, ζ = {md.damping[i] + 0.0:.3g}"
+        zeta = md.damping[i] if abs(md.damping[i]) >= 1e-9 else 0.0  # an undamped mode's round-off
+        f = "rigid-body mode" if md.rigid[i] else f"{md.frequency[i]:.3g} Hz, ζ = {zeta:.3g}"
         ax.set_title(f"mode {i + 1}: {f}", fontsize=9)
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
