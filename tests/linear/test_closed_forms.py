@@ -9,9 +9,9 @@ import pytest
 import scipy.optimize
 
 import mechdyn
-from mechdyn.core.model import BASE, Model
-from mechdyn.core.parse import parse
+from mechdyn.core.model import Model
 from mechdyn.linear import Linear, equilibrium, linearize, modes
+from tests.linear.models import TIRE_K, design_origin, quartercar_with_tire
 from tests.linear.planted import rebuilt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,14 +32,6 @@ def wrong_mass(lin: Linear) -> Linear:
 
 def wrong_stiffness(lin: Linear) -> Linear:
     return rebuilt(lin, K=-lin.K)
-
-
-def _pos(model: Model, body: int) -> np.ndarray:
-    """A body frame's origin at the design pose (q = 0: every frame parallel to the base's)."""
-    p = np.zeros(3)
-    while body != BASE:
-        p, body = p + model.bodies[body].xtree, model.bodies[body].parent
-    return p
 
 
 # -- a simple pendulum: ω² = m g l / I --------------------------------------------------------------
@@ -90,7 +82,7 @@ def slider_error(lin: Linear) -> float:
         a, p = model.pois[t.poi_a], model.pois[t.poi_b]
         b = model.bodies[p.body]
         e = np.eye(3)[b.axis]
-        d = _pos(model, p.body) + p.pos - a.pos  # the spring, lying along the slide: L = |e·d + s|
+        d = design_origin(model, p.body) + p.pos - a.pos  # the spring, lying along the slide: L = |e·d + s|
         s_rest = np.sign(e @ d) * t.l0 - e @ d  # where the spring is at its rest length
         want_q.append(s_rest + b.mass * (model.gravity @ e) / t.k)  # k (L - l0) balances the weight along e
         want_f.append(np.sqrt(t.k / b.mass) / (2 * np.pi))
@@ -227,20 +219,9 @@ def test_fourbar_check_catches_an_identity_mass(fourbar_spring):
 
 
 # -- quartercar: the 2-DoF quarter-car from the spring rate at the wheel -----------------------------
-TIRE_K = 350e3  # N/m: a tire spring under the post (the model's tire is a rigid rod, its post free)
-
-
 @pytest.fixture(scope="module")
 def quartercar_tire() -> Linear:
-    """quartercar with a vertical tire spring from the ground 1 m under the post to the post top, so the post and
-    wheel end are an unsprung mass on it (nothing held): its l0 makes it carry the whole weight at q0."""
-    text = (ROOT / "models/quartercar.mech").read_text()
-    base = parse(text, name="quartercar")
-    weight = -sum(b.mass for b in base.bodies) * base.gravity[2]
-    top = _pos(base, base.body_index("post"))
-    text += (f"\npoi tire_ground base {top[0]:.9g} {top[1]:.9g} {top[2] - 1:.9g}\npoi post_top post 0 0 0\n"
-             f"tsda tire_spring\n  between tire_ground post_top\n  k {TIRE_K:g}\n  l0 {1 + weight / TIRE_K:.9g}\nend\n")
-    return at_equilibrium(mechdyn.load(parse(text, name="quartercar_tire")))
+    return at_equilibrium(mechdyn.load(quartercar_with_tire()))
 
 
 def quarter_car(model: Model) -> tuple[np.ndarray, np.ndarray]:
@@ -261,19 +242,19 @@ def quarter_car(model: Model) -> tuple[np.ndarray, np.ndarray]:
     and 4 % below, ζ = c_w / (2 √(k_w m)) compounding the motion ratios' and the masses' errors."""
     idx = model.body_index
     loops = {lp.name: lp for lp in model.loops}
-    pois = {p.name: _pos(model, p.body) + p.pos for p in model.pois}
+    pois = {p.name: design_origin(model, p.body) + p.pos for p in model.pois}
 
     def perp(r: np.ndarray) -> np.ndarray:  # (y, z) turned +90° about x, as a 3-vector with x = 0
         return np.array([0.0, -r[2], r[1]])
 
-    P_l, P_u = _pos(model, idx("lca")), _pos(model, idx("uca"))
+    P_l, P_u = design_origin(model, idx("lca")), design_origin(model, idx("uca"))
     B_l = P_l + loops["lca_ball"].anchor_pred
     B_u = P_u + loops["uca_ball"].anchor_pred
     d = B_u - B_l
     v_l = perp(B_l - P_l)
     v_u = perp(B_u - P_u) * (v_l @ d) / (perp(B_u - P_u) @ d)
     omega = (v_u - v_l) @ perp(d) / (d[1] ** 2 + d[2] ** 2)
-    z_w = (v_l + omega * perp(_pos(model, idx("wheel")) - B_l))[2]
+    z_w = (v_l + omega * perp(design_origin(model, idx("wheel")) - B_l))[2]
 
     def ratio(top: str, arm: str) -> float:
         u = pois[top] - pois[arm]
