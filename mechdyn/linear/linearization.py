@@ -137,7 +137,7 @@ def linearize(dyn: Dynamics, q, qd, tau=None, act=None, fext=None, held: Iterabl
     G = W.T @ MK @ NK.T  # the generalized forces along z of an acceleration field: M_r z̈ = G qdd
     N = NK @ W
     M = W.T @ MK @ W
-    M = 0.5 * (M + M.T)  # symmetric to round-off; exactly so, for eigh and Cholesky downstream
+    M = 0.5 * (M + M.T)  # a mass matrix: symmetric, here up to the inverses' round-off
     K, C = -G @ D.dq @ N, -G @ D.dqd @ N
     # nothing to reduce (a tree, nothing held): P = M⁻¹ H is the identity, taken exactly rather than to round-off
     P = np.linalg.solve(M, G) if model.loops or hs else np.eye(nv)

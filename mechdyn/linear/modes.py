@@ -7,7 +7,7 @@ import numpy as np
 
 from mechdyn.core.model import Model
 
-from .linearization import Linear, null_basis
+from .linearization import Linear
 
 RIGID_TOL = 1e-7  # |λ| below this fraction of the largest (or of 1 rad/s) is a rigid-body mode
 UNSTABLE_TOL = 1e-9  # Re λ above this fraction of |λ| grows; an undamped mode's round-off is ~1e-16
@@ -62,7 +62,10 @@ def modes(lin: Linear) -> Modes:
             continue  # the conjugate of one kept
         vals.append(lam[i])
         shapes.append(_real_shape(lin.N @ V[:m, i]))
-    Z = null_basis(lin.K, m) if np.count_nonzero(~keep) else np.zeros((m, 0))
+    Z = np.zeros((m, 0))
+    if np.count_nonzero(~keep):  # K's null space, on the eigenvalues' scale: σ(M⁻¹K) ~ |λ|² ≤ (RIGID_TOL scale)²
+        _, sv, Vt = np.linalg.svd(np.linalg.solve(lin.M, lin.K))
+        Z = Vt[sv <= (RIGID_TOL * scale) ** 2].T
     rigid_shapes = [_real_shape(lin.N @ Z[:, j].astype(complex)) for j in range(Z.shape[1])]
     lam_all = np.array([0.0] * len(rigid_shapes) + vals, dtype=complex)
     absl = np.abs(lam_all)
