@@ -73,9 +73,20 @@ def null_basis(A: np.ndarray, n: int) -> np.ndarray:
     return scipy.linalg.null_space(A, rcond=NULL_RCOND)
 
 
+CLOSURE_TOL = 1e-8  # max |φ| (m, or cosines) a linearization point may be off the loops' manifold
+
+
 def tangent_basis(model: Model, q: np.ndarray, held: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """N_K (nv, nv - rank K), the loops' tangent space at q, and W with N = N_K W also keeping the held slots."""
-    NK = null_basis(closure(model, q)[1], model.nv) if model.loops else np.eye(model.nv)
+    """N_K (nv, nv - rank K), the loops' tangent space at q, and W with N = N_K W also keeping the held slots.
+    Refused (ValueError) when q is off the loops' manifold by more than CLOSURE_TOL: the reduction assumes φ = 0."""
+    NK = np.eye(model.nv)
+    if model.loops:
+        phi, K = closure(model, q)
+        if np.max(np.abs(phi)) > CLOSURE_TOL:
+            raise ValueError(f"q is off the loops' manifold of model {model.name} by max |phi| "
+                             f"{np.max(np.abs(phi)):.3e} (> {CLOSURE_TOL:g}): close it first "
+                             "(mechdyn.linear.close_loops or mechdyn.core.loops.project_q)")
+        NK = null_basis(K, model.nv)
     W = null_basis(np.eye(model.nv)[list(held)] @ NK, NK.shape[1])
     return NK, W
 
@@ -119,7 +130,7 @@ class Linear:
 
 def linearize(dyn: Dynamics, q, qd, tau=None, act=None, fext=None, held: Iterable[int | str] = ()) -> Linear:
     """M, C, K and A, B of ẋ = f(x, u) about (q, qd) from one or two generated derivative calls (two with held
-    slots: the second at the reactions that hold them). q must be closed onto the loops (core.loops.project_q)."""
+    slots: the second at the reactions that hold them). q must be on the loops' manifold (close_loops)."""
     model = dyn.model
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     tau = np.zeros(model.nv) if tau is None else np.array(tau, dtype=float)

@@ -215,6 +215,13 @@ def test_equilibrium_refuses_a_free_body_under_gravity(satellite):
         equilibrium(satellite, satellite.model.q0())
 
 
+def test_linearize_refuses_a_torn_loop(fourbar):
+    q = fourbar.model.q0() + np.array([0.01, 0.0, 0.0])  # the crank turned alone: the loop opens by ~1 mm
+    with pytest.raises(ValueError, match="off the loops' manifold"):
+        linearize(fourbar, q, np.zeros(fourbar.nv))
+    linearize(fourbar, close_loops(fourbar.model, q), np.zeros(fourbar.nv))
+
+
 def test_held_slots_reject_unknown_names(satellite):
     with pytest.raises(ValueError, match="no body named 'nope'"):
         held_slots(satellite.model, ["nope"])
