@@ -57,7 +57,7 @@ def held_slots(model: Model, held: Iterable[int | str]) -> tuple[int, ...]:
                 raise ValueError(f"held: no body named {h!r} in model {model.name} (bodies: "
                                  f"{', '.join(names)})")
             i = names[h]
-            slots.update(range(model.vidx[i], model.vidx[i] + (6 if model.bodies[i].joint == "floating" else 1)))
+            slots.update(range(model.vidx[i], model.vidx[i] + model.bodies[i].nv))
             continue
         s = int(h)
         if not 0 <= s < model.nv:

@@ -112,6 +112,8 @@ def plot_modes(dyn: Dynamics, md: Modes, path: Path, title: str | None = None) -
     labelled with its frequency and damping ratio. Triangles: revolute joints and anchors on the base; squares:
     held bodies."""
     lin, model = md.lin, dyn.model
+    if not len(md):
+        raise ValueError(f"model {model.name} has no free coordinates here: no mode to draw")
     drawing = _Drawing(dyn)
     rest = drawing.at(lin.q)
     rest_pts = _flat(rest)
@@ -126,8 +128,8 @@ def plot_modes(dyn: Dynamics, md: Modes, path: Path, title: str | None = None) -
         if not md.rigid[i] or md.rigid.all():  # a free rotor's spin must not choose the view of the vibrations
             motion += np.sum(np.abs(v), axis=0) * amp / size
     P, label = _view(motion, model.gravity)
-    held_bodies = sorted({i for i, v0 in enumerate(model.vidx) for h in lin.held if v0 <= h < v0 + (
-        6 if model.bodies[i].joint == "floating" else 1)})
+    held_bodies = [i for i, b in enumerate(model.bodies) if any(model.vidx[i] <= h < model.vidx[i] + b.nv
+                                                                 for h in lin.held)]
     k = len(md)
     cols = min(k, 4)
     rows = -(-k // cols)
