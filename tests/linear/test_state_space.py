@@ -145,12 +145,12 @@ def quartercar_held() -> tuple[mechdyn.Dynamics, Linear]:
     return dyn, linearize(dyn, q, np.zeros(dyn.nv), held=["post"])
 
 
-def held_accel(dyn: mechdyn.Dynamics, q, qd, held) -> np.ndarray:
+def held_accel(dyn: mechdyn.Dynamics, q, qd, held, tau=None) -> np.ndarray:
     """qdd with the held slots' accelerations zeroed by generalized forces on them, from fwd_dyn alone: qdd is
     affine in tau, so its response to a unit force on each held slot is one difference."""
-    tau = np.zeros(dyn.nv)
+    tau = np.zeros(dyn.nv) if tau is None else tau
     a0 = dyn.forward(q, qd, tau)
-    S = np.array([dyn.forward(q, qd, np.eye(dyn.nv)[h]) - a0 for h in held]).T
+    S = np.array([dyn.forward(q, qd, tau + np.eye(dyn.nv)[h]) - a0 for h in held]).T
     lam = np.linalg.solve(S[list(held)], -a0[list(held)])
     return a0 + S @ lam
 
@@ -172,14 +172,23 @@ def reduced_error(dyn: mechdyn.Dynamics, lin: Linear, Ar: np.ndarray) -> float:
     return float(np.max(np.abs(Ar[m:] - fd)) / np.max(np.abs(fd)))
 
 
+def reduced_input_error(dyn: mechdyn.Dynamics, lin: Linear, Br: np.ndarray) -> float:
+    """Br's tau columns against the held system's response to a unit tau in each slot (affine: one difference)."""
+    m, zero = lin.N.shape[1], np.zeros(dyn.nv)
+    base = held_accel(dyn, lin.q, zero, lin.held)
+    fd = np.array([lin.N.T @ (held_accel(dyn, lin.q, zero, lin.held, np.eye(dyn.nv)[j]) - base)
+                   for j in range(dyn.nv)]).T
+    return float(np.max(np.abs(Br[m:, :dyn.nv] - fd)) / np.max(np.abs(fd)))
+
+
 def test_quartercar_reduced_system_matches_finite_differences_on_the_manifold(quartercar_held):
     """Loops, a floating wheel and a held post: the reduced Ar against motion along the closure manifold."""
     dyn, lin = quartercar_held
     assert lin.held == held_slots(dyn.model, ["post"]) and lin.M.shape == (1, 1)
     assert lin.q[dyn.model.qidx[dyn.model.body_index("post")]] == dyn.model.q0()[dyn.model.qidx[-1]]
-    err = reduced_error(dyn, lin, lin.Ar)
-    print(f"quartercar, post held: reduced Ar {err:.1e} relative")
-    assert err <= FD_TOL
+    err, err_b = reduced_error(dyn, lin, lin.Ar), reduced_input_error(dyn, lin, lin.Br)
+    print(f"quartercar, post held: reduced Ar {err:.1e}, Br {err_b:.1e} relative")
+    assert err <= FD_TOL and err_b <= FD_TOL
 
 
 def test_reduced_check_catches_an_unweighted_projection(quartercar_held):
@@ -191,6 +200,9 @@ def test_reduced_check_catches_an_unweighted_projection(quartercar_held):
     bad = lin.Ar.copy()
     bad[m:] = np.hstack([N.T @ D.dq @ N, N.T @ D.dqd @ N])
     assert reduced_error(dyn, lin, bad) > 0.01
+    bad_b = lin.Br.copy()
+    bad_b[m:] = N.T @ np.hstack([D.dtau, D.dact])
+    assert reduced_input_error(dyn, lin, bad_b) > 0.01
 
 
 def test_equilibrium_holds_the_held_slots_and_zeroes_qdd(quartercar_held):
