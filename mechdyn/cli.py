@@ -6,6 +6,7 @@
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir] [--at T1,T2,...] [--band NAME]
+    mechdyn modes <model> [--held SLOTS] [--at equilibrium|q0] [--plot modes.png]
 
 These use the product alone. The harness's commands moved to `crosscheck` (issue 17): `crosscheck bench`
 (beside the dense reference, or --peers), `crosscheck selftest`, `crosscheck report` and `crosscheck golden`;
@@ -442,6 +443,69 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _held(text: str) -> list[str]:
+    """--held: comma-separated velocity slots and/or body names."""
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"expected comma-separated velocity slots or body names, got {text!r}")
+    return items
+
+
+def cmd_modes(args: argparse.Namespace) -> int:
+    """Static equilibrium (or q0), the linearized system there and its modes as a table; --plot draws them.
+    Exit 1 if no equilibrium is found."""
+    import numpy as np
+
+    from mechdyn.dynamics import Dynamics
+    from mechdyn.linear import EquilibriumError, coordinate_names, equilibrium, held_slots, linearize, modes
+
+    model = load_model(args.model)
+    if model.tracks or model.ground is not None:
+        raise InputError(f"modes: {model.name} has contact (a band or a ground), which has no derivatives here")
+    try:
+        held = held_slots(model, args.held or ())
+    except ValueError as e:
+        raise InputError(f"modes: {e}") from None
+    dyn = Dynamics(model, progress=True)
+    names = coordinate_names(model)
+    q0 = model.q0()
+    if args.at == "equilibrium":
+        try:
+            q = equilibrium(dyn, q0, held=held)
+        except EquilibriumError as e:
+            print(f"mechdyn modes: {e}", file=sys.stderr)
+            return EXIT_FAIL
+    else:
+        q = q0
+    lin = linearize(dyn, q, np.zeros(model.nv), held=held)
+    md = modes(lin)
+    moved = np.abs(lin.q - q0)
+    worst = int(np.argmax(np.abs(lin.qdd)))
+    print(f"model {model.name}: nv {model.nv}, {model.nc} closure rows, "
+          + (f"held {', '.join(names[h] for h in held)}, " if held else "") + f"free coordinates {lin.M.shape[0]}")
+    print(f"{'equilibrium' if args.at == 'equilibrium' else 'at q0'}: max |qdd| {np.max(np.abs(lin.qdd)):.3e}"
+          f" (slot {worst} {names[worst]}); q moved from q0 by at most {np.max(moved, initial=0.0):.4g}")
+    rows = []
+    for i in range(len(md)):
+        shape = md.shapes[i]
+        top = np.argsort(-np.abs(shape))[:3]
+        dominant = ", ".join(f"{names[j]} {shape[j]:+.2f}" for j in top if abs(shape[j]) >= 0.1)
+        lam = md.eigenvalues[i]
+        kind = "rigid" if md.rigid[i] else "unstable" if md.unstable[i] else "decaying" if lam.imag == 0 else ""
+        rows.append({"mode": i + 1, "f [Hz]": "-" if md.rigid[i] else f"{md.frequency[i]:.6g}",
+                     "zeta": "-" if md.rigid[i] else f"{md.damping[i]:.4g}" if abs(md.damping[i]) >= 1e-9 else "0", "kind": kind,
+                     "dominant coordinates": dominant})
+    if rows:
+        print(pd.DataFrame(rows).to_string(index=False))
+    else:
+        print("no free coordinates: nothing moves")
+    if args.plot:
+        from mechdyn.linear.plot import plot_modes
+
+        print(plot_modes(dyn, md, Path(args.plot)))
+    return EXIT_PASS
+
+
 MOVED = {"selftest": "plant known bugs and show the gates catch every one",
          "report": "draw the gate history as a self-contained HTML page",
          "golden": "show or re-record models' golden results and speed figures"}
@@ -572,6 +636,29 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--band", metavar="NAME", help="a contact trace: the band whose x-z plane the side view shows "
                     "(default: the first)")
     pl.set_defaults(func=cmd_plot)
+    mo = sub.add_parser("modes", help="find the static equilibrium and print (and draw) the linearized modes",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="\n\n".join(textwrap.fill(p, 79) for p in (
+                            "Find a static equilibrium by Newton on qdd = 0 with the generated derivatives (from "
+                            "the design pose; loops kept closed, --held coordinates kept), linearize there and print "
+                            "the residual max |qdd| and the modes: undamped natural frequency |lambda|/2pi in Hz, "
+                            "damping ratio zeta = -Re lambda/|lambda| (negative: unstable), and the coordinates the "
+                            "mode shape moves most (largest +1). Rigid-body modes have no frequency. A floating "
+                            "body's coordinates are name.rx/ry/rz (rotation about its own axes) and name.x/y/z. "
+                            "Derivatives compile on first use (seconds for small models, a minute for halfcar). "
+                            "Exit status 1 if no equilibrium is found.",)),
+                        epilog="examples:\n  mechdyn modes springpend\n"
+                        "  mechdyn modes quartercar --held post --plot quartercar-modes.png\n"
+                        "  mechdyn modes pendulums --at q0")
+    mo.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    mo.add_argument("--held", metavar="SLOTS", type=_held, help="comma-separated velocity slots or body names whose "
+                    "coordinates are held (e.g. a vehicle's shaker posts): fixed in the equilibrium, dropped from the "
+                    "modes, their reactions taken up")
+    mo.add_argument("--at", choices=["equilibrium", "q0"], default="equilibrium",
+                    help="linearize at the static equilibrium (default) or at the design pose q0 as it is")
+    mo.add_argument("--plot", metavar="FILE.png", type=output_file, help="draw every mode shape into FILE.png: the "
+                    "bodies at equilibrium and displaced both ways, one panel a mode")
+    mo.set_defaults(func=cmd_modes)
     for name, what in MOVED.items():  # each says where it went (exit 2), whatever the arguments
         m = sub.add_parser(name, help=f"moved: crosscheck {name} ({what})", add_help=False, prefix_chars="\0",
                            description=f"Moved to the verification harness: crosscheck {name}.")

@@ -40,6 +40,8 @@ def test_the_tree_keeps_every_layer_contract():
      "mechdyn.codegen imports nothing of crosscheck.dense", "mechdyn.codegen.expr -> crosscheck.dense"),
     ("mechdyn/core/spatial.py", "from mechdyn.dynamics import Dynamics", "mechdyn.core imports none of its consumers",
      "mechdyn.core.spatial -> mechdyn.dynamics"),
+    ("mechdyn/core/loops.py", "from mechdyn.linear import modes", "mechdyn.core imports none of its consumers",
+     "mechdyn.core.loops -> mechdyn.linear"),
     ("crosscheck/contact.py", "from mechdyn.contact.params import band_params",
      "the NumPy contact route takes nothing of the product's contact code but its law constants",
      "crosscheck.contact -> mechdyn.contact.params"),
