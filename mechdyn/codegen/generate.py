@@ -307,8 +307,8 @@ def forward_function(p: Passes) -> tuple[str, str]:
     unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
               if not used]
     stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
-                           else ("", "", sincos_batch(p.angles) + p.body))
-    return stages, ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn)
+                           else ([], "", sincos_batch(p.angles) + p.body))
+    return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn)
                     + "}\n")
 
 
@@ -362,8 +362,6 @@ PARTS_NOTE = ("\n/* Three parts: the API (0), fwd_dyn's stages (1), fwd_dyn_batc
 
 DERIV_SPLIT = 8000  # fwd_dyn_derivs longer than this many statements is emitted as stage functions in two parts
 DERIV_STAGE = 2000  # statements per stage: the derivatives are compiled on first use, so compile time counts
-# A staged unit's stages compile at -O1: gcc -O2 takes twice as long on them (docs/performance.md)
-DERIV_STAGE_OPT = '#pragma GCC optimize ("O1")\n'
 _DERIV_PARAMS = ", ".join(FUNCTION["fwd_dyn_derivs"].params)
 _DERIV_ARGS = "q, qd, tau, fext, act, qdd, dq, dqd, dtau, dact, dfext"
 
@@ -392,7 +390,8 @@ def derivatives_unit(model: Model) -> Generated:
         guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
     unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
               if not used]
-    stages = protos = ""
+    stages: list[str] = []
+    protos = ""
     if len(lines) > DERIV_SPLIT:
         stages, protos, body = forward_stages(b.angles, lines, "fwd_dyn_derivs_stage", _DERIV_PARAMS, _DERIV_ARGS,
                                               DERIV_STAGE)
@@ -417,8 +416,6 @@ def derivatives_unit(model: Model) -> Generated:
     route = Route("crba", {"crba": flops})
     if not stages:
         return Generated(model, head + api, ops, 0, route)
-    funcs = stages.split("\n__attribute__")
-    half = len(funcs) // 2 + 1
-    first, second = "\n__attribute__".join(funcs[:half]), "\n__attribute__" + "\n__attribute__".join(funcs[half:])
-    return Generated(model, head + part(0, api) + part(1, DERIV_STAGE_OPT + first) + part(2, DERIV_STAGE_OPT + second),
+    half = (len(stages) + 1) // 2
+    return Generated(model, head + part(0, api) + part(1, "".join(stages[:half])) + part(2, "".join(stages[half:])),
                      ops, 0, route, parts=3)

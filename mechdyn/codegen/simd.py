@@ -117,13 +117,14 @@ def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int, args
 
 
 def forward_stages(angles: list[str], lines: list[str], name: str = "fwd_dyn_stage", params: str = _PARAMS,
-                   args: str = _ARGS, size: int = schedule.STAGE) -> tuple[str, str, list[str]]:
+                   args: str = _ARGS, size: int = schedule.STAGE) -> tuple[list[str], str, list[str]]:
     """fwd_dyn's (or, given their `name`, `params` and `args`, another scalar function's) stage functions of `size`
-    statements, their prototypes, and the caller's statements that call them after the sincos batch."""
+    statements, one text each, their prototypes, and the caller's statements that call them after the sincos
+    batch."""
     parts, nslots = schedule.stages(lines, size)
     lane = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}][{m[3]}]"  # noqa: E731
-    funcs = "".join("\n" + _stage_function(f"{name}{n}", "double", st, [LANE_NAME.sub(lane, t) for t in st.lines],
-                                           params, args) for n, st in enumerate(parts))
+    funcs = ["\n" + _stage_function(f"{name}{n}", "double", st, [LANE_NAME.sub(lane, t) for t in st.lines],
+                                    params, args) for n, st in enumerate(parts)]
     sc = [f"{p}{k}" for k in range((len(angles) + LANES - 1) // LANES) for p in ("sn", "cs")]
     return (funcs, _prototypes(name, "double", len(parts), params),
             sincos_batch(angles) + _calls(name, "double", sc, len(parts), nslots, args))
