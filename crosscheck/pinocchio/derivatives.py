@@ -19,9 +19,10 @@ What Pinocchio's ABA does not hold is added on Pinocchio's own terms, as the acc
   derivatives are Minv ∂Q_e/∂(q, v, act); ∂Q_e is taken by an eighth-order central difference, in q along
   Pinocchio's own Lie group (pin.integrate). Not by complex step: Pinocchio's Python bindings and
   mechdyn.core's kinematics under the dense reference (np.asarray(..., dtype=float)) both compute in real
-  doubles only. Not through the generator, which this would then check against itself. Q_e is smooth, so at a
-  step of STEP the stencil's truncation (~STEP⁸) and round-off (~1e-16 |Q_e| / STEP) are both some three
-  orders below the 1e-9 gate; Q_e is affine in v and act, where the stencil is exact but for round-off.
+  doubles only. Not through the generator, which this would then check against itself. Q_e is smooth away from a
+  collapsed TSDA, so at a step h the stencil's truncation (~h⁸) and round-off (~1e-16 |Q_e| / h) are both
+  orders below the 1e-9 gate; h starts at STEP and is halved until h and h/2 agree to AGREE (near a short
+  TSDA, whose direction turns fast). Q_e is affine in v and act, where the stencil is exact but for round-off.
 
 Metric, per block (qdd, dq, dqd, dtau, dact, dfext): max |generated − Pinocchio| / max(1, max |Pinocchio|).
 """
@@ -45,6 +46,7 @@ from .compare import pin_model
 GATE = 1e-9  # the issue's: two analytic routes (Pinocchio's recursive derivatives, the generator's tangent pass)
 BLOCKS = Derivatives._fields
 STEP = 0.02  # the central difference's step, in Pinocchio's tangent coordinates (rad, m, rad/s, m/s, act units)
+AGREE, HALVINGS = 1e-11, 10  # the stencil's self-consistency between a step and its half, and how far it may go
 STENCIL = (4 / 5, -1 / 5, 4 / 105, -1 / 280)  # eighth-order central first derivative: weights of ±h, ±2h, ±3h, ±4h
 
 NOTE = ("a failure here alone, with crosscheck pinocchio passing, points at the generated derivatives "
@@ -66,16 +68,29 @@ def permutation(pm: PinModel) -> np.ndarray:
     return urdf.from_pinocchio_v(pm.model, pm.layout, np.arange(nv, dtype=float)).astype(int)
 
 
-def _difference(f, x: np.ndarray, move: "_Move") -> np.ndarray:
-    """∂f/∂x, one column per tangent coordinate of x: the eighth-order central stencil at step STEP."""
+def _stencil(f, x: np.ndarray, move: "_Move", h: float) -> np.ndarray:
+    """∂f/∂x, one column per tangent coordinate of x: the eighth-order central stencil at step h."""
     cols = []
     for k in range(move.dim):
         d, col = np.zeros(move.dim), 0.0
         for j, w in enumerate(STENCIL, start=1):
-            d[k] = j * STEP
+            d[k] = j * h
             col = col + w * (f(move(x, d)) - f(move(x, -d)))
-        cols.append(col / STEP)
+        cols.append(col / h)
     return np.array(cols).T
+
+
+def _difference(f, x: np.ndarray, move: "_Move") -> np.ndarray:
+    """∂f/∂x by the stencil from STEP down, halving until two steps agree to AGREE (scaled): the stencil must
+    not reach past a nearby singularity (a TSDA nearly collapsed, where its direction turns within 4 STEP)."""
+    h, prev = STEP, _stencil(f, x, move, STEP)
+    for _ in range(HALVINGS):
+        h /= 2
+        cur = _stencil(f, x, move, h)
+        if scaled_error(prev, cur) <= AGREE:
+            return cur
+        prev = cur
+    raise RuntimeError(f"the element forces' difference did not settle by step {h:g}: a singular state?")
 
 
 @dataclass(frozen=True)
@@ -88,10 +103,31 @@ class _Move:
         return pin.integrate(self.pmodel, x, d) if self.pmodel is not None else x + d
 
 
+def fext_terms(pm: PinModel, qp: np.ndarray, fx: list, Minv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What base-fixed fext rows add to Pinocchio's ∂ddq/∂q (which holds the local forces fx fixed), and
+    ∂ddq/∂fext (nv, nbody, 6), in Pinocchio's coordinates (rows) at qp."""
+    model, pmod, data = pm.model, pm.pmodel, pm.data
+    nv, nb = pmod.nv, model.nbody
+    dq, dfext = np.zeros((nv, nv)), np.zeros((nv, nb, 6))
+    pin.computeJointJacobians(pmod, data, qp)
+    for i, b in enumerate(model.bodies):
+        if not b.fext:
+            continue
+        jid = pm.joint[i]
+        J = pin.getJointJacobian(pmod, data, jid, pin.ReferenceFrame.LOCAL)
+        turned = np.array([-(pin.Motion(J[:, k]).cross(fx[jid])).vector for k in range(nv)]).T  # ∂(local f)/∂δ
+        dq += Minv @ J.T @ turned
+        for c in range(6):  # a unit base-coordinate row, mapped to local coordinates as forward() maps it
+            unit = np.zeros((nb, 6))
+            unit[i, c] = 1.0
+            dfext[:, i, c] = Minv @ J.T @ local_fext(pm, unit)[jid].vector
+    return dq, dfext
+
+
 def pinocchio_derivatives(pm: PinModel, s: State) -> Derivatives:
     """Pinocchio's derivatives of qdd at state s, mapped to mechdyn's coordinates and blocks (module docstring)."""
     model, pmod, data = pm.model, pm.pmodel, pm.data
-    nv, nb, nact = model.nv, model.nbody, model.nact
+    nv, nact = model.nv, model.nact
     qp, vp, tp = to_pin(pm, s.q, s.qd, s.tau)
     act = np.asarray(s.act, dtype=float).reshape(nact)
     kinematics(pm, qp, vp)
@@ -104,21 +140,8 @@ def pinocchio_derivatives(pm: PinModel, s: State) -> Derivatives:
         pin.computeABADerivatives(pmod, data, qp, vp, tp + Qe)
     ddq, dq, dv = np.array(data.ddq), np.array(data.ddq_dq), np.array(data.ddq_dv)
     Minv = np.triu(data.Minv) + np.triu(data.Minv, 1).T  # Pinocchio fills the upper triangle (its documentation)
-    dfext = np.zeros((nv, nb, 6))
-    pin.computeJointJacobians(pmod, data, qp)
-    pin.updateFramePlacements(pmod, data)
-    for i, b in enumerate(model.bodies):
-        if not b.fext:
-            continue
-        jid = pm.joint[i]
-        J = pin.getJointJacobian(pmod, data, jid, pin.ReferenceFrame.LOCAL)
-        f = fx[jid]
-        turned = np.array([-(pin.Motion(J[:, k]).cross(f)).vector for k in range(nv)]).T  # ∂(local f)/∂δ, 6 × nv
-        dq = dq + Minv @ J.T @ turned
-        for c in range(6):  # a unit base-coordinate row, mapped to local coordinates as forward() maps it
-            unit = np.zeros((nb, 6))
-            unit[i, c] = 1.0
-            dfext[:, i, c] = Minv @ J.T @ local_fext(pm, unit)[jid].vector
+    turned, dfext = fext_terms(pm, qp, fx, Minv)
+    dq = dq + turned
     dact = np.zeros((nv, nact))
     if elements:
         other = replace(pm, data=pmod.createData())  # the differences' kinematics leave pm.data alone
