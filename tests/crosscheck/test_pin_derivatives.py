@@ -89,3 +89,55 @@ def test_loop_and_oversized_models_say_why_not():
     assert "refused past 48" in pd.why_not(load_model("chain63"))
     with pytest.raises(ValueError, match="loop closures"):
         pd.derivs_vs_generated(Dynamics(load_model("fourbar")))
+
+
+def test_bench_derivatives_side_by_side(capsys):
+    """`crosscheck bench --peers --derivatives` on a small tree: both timed loops pass their checksums (or the
+    command fails) and every figure is produced. Not a timing test: the figures are only checked to exist."""
+    import json
+    import shutil
+
+    from crosscheck.bench import DERIVS_TABLE_HEADER, bench_derivatives
+    from crosscheck.cli import parser as crosscheck_main
+    from mechdyn.cliutil import run
+
+    assert run(crosscheck_main, ["bench", "threelink", "--peers", "--derivatives", "--repeats", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for k in ("derivs_ns_per_call", "ns_per_call", "pinocchio_ns_per_call", "pinocchio_aba_ns_per_call"):
+        assert 0 < out[k] < 1e6, k
+    assert out["derivs_flops"] > out["flops"] > 0 and out["accuracy"] <= pd.GATE
+    assert out["pinocchio_ratio"] == out["pinocchio_ns_per_call"] / out["derivs_ns_per_call"]
+    if shutil.which("valgrind"):
+        assert 100 < out["instructions"] < out["derivs_instructions"] < out["pinocchio_instructions"]
+    res = bench_derivatives(mechdyn.load("threelink"), repeats=1, seconds=0.002, count=False)
+    assert res.table_row().count("|") == DERIVS_TABLE_HEADER.splitlines()[0].count("|")
+
+
+def test_bench_derivatives_checksums_catch_a_loop_that_computes_something_else(monkeypatch):
+    """Pinocchio's expected terms taken at other states (the pool reversed, as a pool written in another order
+    would give); the generated checksum's terms without dqd: either timed loop is then caught not computing what
+    its bindings give."""
+    from crosscheck import bench
+    from crosscheck.pinocchio import timing as pint
+
+    dyn = mechdyn.load("threelink")
+    real = pint.expected_derivatives
+
+    with monkeypatch.context() as m:
+        m.setattr(pint, "expected_derivatives", lambda pm, pool: real(pm, pool[::-1]))
+        with pytest.raises(RuntimeError, match=r"computeABADerivatives\)'s timing program .* is not computing"):
+            bench.bench_derivatives(dyn, repeats=1, seconds=0.002, count=False)
+    terms = bench.derivative_terms
+    monkeypatch.setattr(bench, "derivative_terms", lambda D: terms(D._replace(dqd=0 * D.dqd)))
+    with pytest.raises(RuntimeError, match=r"fwd_dyn_derivs's timing program .* is not computing"):
+        bench.bench_derivatives(dyn, repeats=1, seconds=0.002, count=False)
+
+
+@pytest.mark.parametrize("args, says", [(["bench", "elbow", "--derivatives"], "add --peers"),
+                                        (["bench", "chain63", "--peers", "--derivatives"], "refused past 48")])
+def test_bench_derivatives_refuses_what_it_cannot_time(args, says, capsys):
+    from crosscheck.cli import parser as crosscheck_main
+    from mechdyn.cliutil import run
+
+    assert run(crosscheck_main, args) == 2
+    assert says in capsys.readouterr().err
