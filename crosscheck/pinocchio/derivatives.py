@@ -28,6 +28,7 @@ Metric, per block (qdd, dq, dqd, dtau, dact, dfext): max |generated − Pinocchi
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -68,7 +69,7 @@ def permutation(pm: PinModel) -> np.ndarray:
     return urdf.from_pinocchio_v(pm.model, pm.layout, np.arange(nv, dtype=float)).astype(int)
 
 
-def _stencil(f, x: np.ndarray, move: "_Move", h: float) -> np.ndarray:
+def _stencil(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, move: "_Move", h: float) -> np.ndarray:
     """∂f/∂x, one column per tangent coordinate of x: the eighth-order central stencil at step h."""
     cols = []
     for k in range(move.dim):
@@ -80,7 +81,7 @@ def _stencil(f, x: np.ndarray, move: "_Move", h: float) -> np.ndarray:
     return np.array(cols).T
 
 
-def _difference(f, x: np.ndarray, move: "_Move") -> np.ndarray:
+def _difference(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, move: "_Move") -> np.ndarray:
     """∂f/∂x by the stencil from STEP down, halving until two steps agree to AGREE (scaled): the stencil must
     not reach past a nearby singularity (a TSDA nearly collapsed, where its direction turns within 4 STEP)."""
     h, prev = STEP, _stencil(f, x, move, STEP)
@@ -97,7 +98,7 @@ def _difference(f, x: np.ndarray, move: "_Move") -> np.ndarray:
 class _Move:
     """x moved by a tangent step: along Pinocchio's Lie group for q (pin.integrate), additively otherwise."""
     dim: int
-    pmodel: object = None
+    pmodel: "pin.Model | None" = None
 
     def __call__(self, x: np.ndarray, d: np.ndarray) -> np.ndarray:
         return pin.integrate(self.pmodel, x, d) if self.pmodel is not None else x + d
