@@ -421,7 +421,10 @@ int main(int argc, char **argv)
     long sizes[6] = {nv, nv * nv, nv * nv, nv * nv, nv * na, nv * nf};
     for (int k = 0; k < 6; ++k) *outs[k] = malloc(sizeof(double) * (size_t)(sizes[k] + 1));
     FILE *fp = fopen(argv[2], "rb");
-    if (!fp || !pool || fread(pool, sizeof(double), (size_t)n, fp) != (size_t)n) { fprintf(stderr, "short pool\n"); return 4; }
+    if (!fp || !pool || fread(pool, sizeof(double), (size_t)n, fp) != (size_t)n) {
+        fprintf(stderr, "short pool\n");
+        return 4;
+    }
     fclose(fp);
     double *q = pool, *qd = q + npool * nq, *tau = qd + npool * nv, *fext = tau + npool * nv, *act = fext + npool * nf;
     void *hf = argc == 8 ? dlopen(argv[7], RTLD_LAZY | RTLD_LOCAL) : 0;
@@ -487,12 +490,14 @@ class DerivsPeersResult:
         ins = lambda x: "n/a (no valgrind)" if x is None else f"{x:,.0f} instructions/call"  # noqa: E731
         return [f"bench: {self.model} (nv {self.nv}) derivatives on {machine()}, the same {POOL}-state pool for both "
                 f"(load average {self.load[0]:.2f} before, {self.load[1]:.2f} after)",
-                f"bench: fwd_dyn_derivs          {self.derivs_ns_per_call:10.1f} ns/call  {ins(self.derivs_instructions)}  "
+                f"bench: fwd_dyn_derivs          {self.derivs_ns_per_call:10.1f} ns/call  "
+                f"{ins(self.derivs_instructions)}  "
                 f"{self.derivs_flops} flops",
                 f"bench: Pinocchio ABA derivs    {self.pinocchio_ns_per_call:10.1f} ns/call  "
                 f"{ins(self.pinocchio_instructions)}  {self.pinocchio_ratio:.1f}x the generated time",
                 f"bench: cost over the dynamics  generated {self.cost_ratio:.1f}x fwd_dyn ({self.ns_per_call:.1f} ns, "
-                f"{ins(self.instructions)}); Pinocchio {self.pinocchio_ns_per_call / self.pinocchio_aba_ns_per_call:.1f}x "
+                f"{ins(self.instructions)}); Pinocchio "
+                f"{self.pinocchio_ns_per_call / self.pinocchio_aba_ns_per_call:.1f}x "
                 f"its ABA ({self.pinocchio_aba_ns_per_call:.1f} ns)",
                 f"bench: accuracy against Pinocchio: max scaled block error {self.accuracy:.1e} over the pool"]
 
@@ -504,7 +509,8 @@ class DerivsPeersResult:
                 f"{_times(_ratio(self.derivs_instructions, self.instructions))} | {self.accuracy:.0e} |")
 
 
-DERIVS_TABLE_HEADER = ("| model | nv | derivs ns | Pinocchio ns | Pinocchio / derivs | derivs instr | Pinocchio instr | "
+DERIVS_TABLE_HEADER = ("| model | nv | derivs ns | Pinocchio ns | Pinocchio / derivs | derivs instr | "
+                       "Pinocchio instr | "
                        "derivs / fwd_dyn (ns; instr) | accuracy vs Pinocchio |\n" + "| --- " * 9 + "|")
 
 
