@@ -4,7 +4,7 @@
     crosscheck chrono <model> [--trials N] [--seed S] [--sim T DT] [--body NAME] [--json]
     crosscheck pinocchio <model> [--trials N] [--seed S] [--json]
     crosscheck mujoco <model> [--trials N] [--seed S] [--json]
-    crosscheck bench <model> [--peers] [--repeats N] [--json]
+    crosscheck bench <model> [--peers [--derivatives]] [--repeats N] [--json]
     crosscheck selftest
     crosscheck report [--history DB] [-o report.html]
     crosscheck golden [--update] <model>... | --all
@@ -117,12 +117,22 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Time the generated forward dynamics beside the dense reference, or (--peers) beside Pinocchio and MuJoCo."""
-    from crosscheck.bench import bench_dense, bench_peers
+    """Time the generated forward dynamics beside the dense reference, or (--peers) beside Pinocchio and MuJoCo,
+    or (--peers --derivatives) the generated derivatives beside Pinocchio's."""
+    from crosscheck.bench import bench_dense, bench_derivatives, bench_peers, spanning_tree
+    from crosscheck.pinocchio.derivatives import why_not
     from mechdyn.dynamics import Dynamics
 
-    dyn = Dynamics(load_model(args.model), progress=True)
-    res = bench_peers(dyn, repeats=args.repeats) if args.peers else bench_dense(dyn, repeats=args.repeats)
+    model = load_model(args.model)
+    if args.derivatives and not args.peers:
+        raise InputError("bench --derivatives: times the derivatives beside Pinocchio's; add --peers")
+    if args.derivatives and (reason := why_not(spanning_tree(model))):
+        raise InputError(f"bench --peers --derivatives: {reason}")
+    dyn = Dynamics(model, progress=True)
+    if args.derivatives:
+        res = bench_derivatives(dyn, repeats=args.repeats)
+    else:
+        res = bench_peers(dyn, repeats=args.repeats) if args.peers else bench_dense(dyn, repeats=args.repeats)
     print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
     return EXIT_PASS
 
@@ -267,6 +277,11 @@ def parser() -> argparse.ArgumentParser:
                    "over the same 256 states, with instructions per call counted by callgrind; for a loop model, also "
                    "the generated spanning tree, and Pinocchio with the loops closed (computeAllTerms, the closure "
                    "rows, forwardDynamics with J and gamma)")
+    b.add_argument("--derivatives", action="store_true", help="with --peers, time the generated derivatives "
+                   "(fwd_dyn_derivs) and Pinocchio's computeABADerivatives side by side instead (a loop model: its "
+                   "spanning tree), "
+                   "each in a compiled loop over the same 256 states with a checksum check, with instructions per "
+                   "call, the derivatives' cost over fwd_dyn's and their agreement with Pinocchio")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
     st = sub.add_parser("selftest", help="plant known bugs and show the gates catch every one",

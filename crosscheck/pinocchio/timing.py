@@ -1,4 +1,5 @@
-"""Pinocchio's ABA timed in a compiled C++ loop, for `crosscheck bench --peers`.
+"""Pinocchio's ABA (and its derivatives, computeABADerivatives) timed in a compiled C++ loop, for
+`crosscheck bench --peers [--derivatives]`.
 
 The model is the one `crosscheck.pinocchio.build` loads from the exported URDF,
 transcribed joint by joint (type, parent, placement, spatial inertia, all
@@ -27,19 +28,25 @@ JOINTS = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2,
           "JointModelPX": 3, "JointModelPY": 4, "JointModelPZ": 5, "JointModelFreeFlyer": 6}
 
 SOURCE = r"""// Pinocchio's forward dynamics over a pool of states (crosscheck bench --peers; crosscheck/pinocchio/timing.py).
-// usage: pin_timing MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD
+// usage: pin_timing MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD [cpu]
 //   METHOD 0: ABA, local convention; 1: ABA, world convention (the spanning tree only, loops ignored);
 //   2: the closed loops: computeAllTerms, the closure rows J and gamma from frame Jacobians and classical
-//      accelerations, then forwardDynamics(tau, J, gamma) (Cholesky of M, then of J M^-1 J^T).
-// prints: the best ns/call over REPEATS timed loops of NCALLS calls, and a checksum.
-// Under callgrind, --toggle-collect=peer_loop (or peer_loop_closed) counts the instructions of the loop alone.
+//      accelerations, then forwardDynamics(tau, J, gamma) (Cholesky of M, then of J M^-1 J^T);
+//   3: computeABADerivatives (the spanning tree): ddq_dq, ddq_dv and Minv's upper triangle.
+// prints: the best ns/call over REPEATS timed loops of NCALLS calls (wall clock; with "cpu", the thread's CPU
+// clock, which a shared machine's preemption does not advance), and a checksum.
+// Under callgrind, --toggle-collect=peer_loop (or peer_loop_closed, peer_loop_derivs) counts the instructions of
+// the loop alone.
+#include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/compute-all-terms.hpp>
 #include <pinocchio/algorithm/contact-dynamics.hpp>
 #include <pinocchio/algorithm/frames.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 using namespace pinocchio;
@@ -233,8 +240,27 @@ extern "C" __attribute__((noinline)) double peer_loop_closed(const Model *model,
   return sum;
 }
 
+// one timed (or counted) loop of computeABADerivatives; the checksum's term of call c is entry e = c mod nv^2
+// (row r, column s) of ddq_dq + ddq_dv + Minv, Minv read from its upper triangle (all that Pinocchio fills)
+extern "C" __attribute__((noinline)) double peer_loop_derivs(const Model *model, Data *data, const Pool *pool,
+                                                             long ncalls) {
+  const long npool = (long)pool->q.size(), nv = model->nv;
+  double sum = 0.0;
+  for (long c = 0; c < ncalls; ++c) {
+    const long k = c % npool, e = c % (nv * nv), r = e / nv, s = e % nv;
+    if (pool->with_fext) computeABADerivatives(*model, *data, pool->q[k], pool->v[k], pool->tau[k], pool->fext[k]);
+    else computeABADerivatives(*model, *data, pool->q[k], pool->v[k], pool->tau[k]);
+    sum += data->ddq_dq(r, s) + data->ddq_dv(r, s) + data->Minv(std::min(r, s), std::max(r, s));
+  }
+  return sum;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 7) { std::fprintf(stderr, "usage: %s MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD\n", argv[0]); return 2; }
+  if (argc != 7 && !(argc == 8 && std::string(argv[7]) == "cpu")) {
+    std::fprintf(stderr, "usage: %s MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD [cpu]\n", argv[0]);
+    return 2;
+  }
+  const clockid_t clock = argc == 8 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   Pool pool;
   Loops loops;
   Model model = read_model(argv[1], &pool.with_fext, &loops);
@@ -262,10 +288,11 @@ int main(int argc, char **argv) {
   double best = 1e300, sum = 0.0;
   for (long r = 0; r < repeats; ++r) {
     timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(clock, &t0);
     sum = method == 2 ? peer_loop_closed(&model, &data, &pool, ncalls, &loops)
-                      : peer_loop(&model, &data, &pool, ncalls, method);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+          : method == 3 ? peer_loop_derivs(&model, &data, &pool, ncalls)
+                        : peer_loop(&model, &data, &pool, ncalls, method);
+    clock_gettime(clock, &t1);
     const double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)ncalls;
     if (ns < best) best = ns;
   }
@@ -334,4 +361,20 @@ def expected(pm: PinModel, pool: list[State], closed: bool) -> np.ndarray:
         qp, vp, tp = to_pin(pm, s.q, s.qd, s.tau)
         kinematics(pm, qp, vp)
         out.append(accel(pm, qp, vp, tp, local_fext(pm, s.fext), closed))
+    return np.array(out)
+
+
+def expected_derivatives(pm: PinModel, pool: list[State]) -> np.ndarray:
+    """The terms of method 3's checksum for each pool state, from Pinocchio's Python bindings on the same inputs
+    (no elements, fext held in the joints' frames): entry r nv + s is ddq_dq + ddq_dv + Minv at (r, s), Minv
+    symmetric from its upper triangle."""
+    import pinocchio as pin
+
+    pmod, data, out = pm.pmodel, pm.data, []
+    for s in pool:
+        qp, vp, tp = to_pin(pm, s.q, s.qd, s.tau)
+        pin.forwardKinematics(pmod, data, qp)
+        args = (local_fext(pm, s.fext),) if pm.has_fext else ()
+        dq, dv, Minv = (np.array(x) for x in pin.computeABADerivatives(pmod, data, qp, vp, tp, *args))
+        out.append((dq + dv + np.triu(Minv) + np.triu(Minv, 1).T).ravel())
     return np.array(out)
