@@ -25,7 +25,7 @@ from crosscheck.dense import forward_crba
 from mechdyn.bench import POOL, TIMING_C, BenchResult, batch_ns, bench, machine, state_pool, time_per_call
 from mechdyn.codegen import flags
 from mechdyn.codegen.cache import compiled
-from mechdyn.codegen.capi import FUNCTION
+from mechdyn.codegen.capi import DERIV_FUNCTION, FUNCTION
 from mechdyn.core.model import Model
 from mechdyn.dynamics import Derivatives, Dynamics
 
@@ -346,7 +346,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
 
 # -- the derivatives side by side with Pinocchio's (crosscheck bench --peers --derivatives) ------------------
 
-_DERIVS, _FWD = FUNCTION["fwd_dyn_derivs"], FUNCTION["fwd_dyn"]
+_DERIVS, _FWD = DERIV_FUNCTION["fwd_dyn_derivs"], FUNCTION["fwd_dyn"]
 
 DERIVS_DRIVER = r"""/* fwd_dyn_derivs of a compiled derivatives module (or, with FWD.so, fwd_dyn of the model's module) timed or
  * counted over a pool of states (crosscheck/bench.py), on the thread's CPU clock: a shared machine's preemption

@@ -134,7 +134,8 @@ def cmd_gen(args: argparse.Namespace) -> int:
         sys.stdout.write(gen.source)
     else:
         atomic_write(Path(args.output), gen.source)
-        solve = ("the forward pass included: the CRBA's factor, reused for every column" if args.derivatives
+        solve = ("the forward pass included: its factor (the LᵀDL, with loops the KKT system's) reused for every "
+                 "column" if args.derivatives
                  else f"solve: {gen.route.describe(gen.model)}")
         print(f"{args.output}: {gen.model.name}, nq {gen.model.nq}, nv {gen.model.nv}, {gen.flops} flops per "
               f"{'fwd_dyn_derivs' if args.derivatives else 'fwd_dyn'} call; {solve}")

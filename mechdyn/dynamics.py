@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mechdyn.codegen.build import build
-from mechdyn.codegen.capi import BODY_ROW, FUNCTION
+from mechdyn.codegen.capi import BODY_ROW, DERIV_FUNCTION, FUNCTION
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
@@ -231,9 +231,13 @@ class Dynamics:
     def address(self, function: str) -> int:
         """The address of the generated C function `function` (one of codegen/capi.py's table), for C code of
         one's own that calls it directly, as the benchmark's timing loops do (mechdyn/bench.py)."""
-        if function not in FUNCTION:
-            raise ValueError(f"unknown function {function!r}; expected one of {', '.join(FUNCTION)}")
-        return int(self._ffi.cast("uintptr_t", self._ffi.addressof(self._lib, function)))
+        if function in DERIV_FUNCTION:  # the derivatives' module, built on first use
+            lib, ffi = self.derivatives_lib, self._derivs.ffi
+        elif function in FUNCTION:
+            lib, ffi = self._lib, self._ffi
+        else:
+            raise ValueError(f"unknown function {function!r}; expected one of {', '.join([*FUNCTION, *DERIV_FUNCTION])}")
+        return int(ffi.cast("uintptr_t", ffi.addressof(lib, function)))
 
     # -- the generated functions -------------------------------------------
     def forward(self, q, qd, tau, fext=None, act=None) -> np.ndarray:

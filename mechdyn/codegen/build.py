@@ -37,9 +37,13 @@ from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-expor
 from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
 from .generate import CDEF, DERIV_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
 
-# The translation units of a model: the dynamics (generate.py), and the derivatives (derivs.py), compiled apart
-# and only when asked for. Each: (its generator, its cffi declarations, the module name's tag).
-UNITS = {"dynamics": (generate, CDEF, ""), "derivatives": (derivatives_unit, DERIV_CDEF, "_derivs")}
+UNITS = ("dynamics", "derivatives")  # a model's translation units: the derivatives are compiled apart, when asked for
+
+
+def _unit(unit: str) -> tuple:
+    """(its generator, its cffi declarations, the module name's tag) of a translation unit (looked up at the call,
+    so the seam tests' replaced generate is the one used)."""
+    return {"dynamics": (generate, CDEF, ""), "derivatives": (derivatives_unit, DERIV_CDEF, "_derivs")}[unit]
 
 
 @cache
@@ -70,11 +74,11 @@ def cache_key(model: Model, cflags: Sequence[str] | None = None) -> str:
 
 def module_name(model: Model, cflags: Sequence[str] | None = None, unit: str = "dynamics") -> str:
     safe = "".join(ch if ch.isalnum() else "_" for ch in model.name)
-    return f"_mechdyn_{safe}{UNITS[unit][2]}_{cache_key(model, cflags)}"
+    return f"_mechdyn_{safe}{_unit(unit)[2]}_{cache_key(model, cflags)}"
 
 
 def module_path(model: Model, cflags: Sequence[str] | None = None, unit: str = "dynamics") -> Path:
-    """Where `model`'s compiled module (`unit`: a key of UNITS) is (or would be) in the cache."""
+    """Where `model`'s compiled module (`unit`: one of UNITS) is (or would be) in the cache."""
     return _module_file(module_name(model, cflags, unit))
 
 
@@ -130,7 +134,7 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
              unit: str = "dynamics") -> None:
     """Compile `model`'s `unit` into the cache at dest unless, once its lock is held, a valid module is there (and
     importing it has not `failed`)."""
-    emit, cdef, _ = UNITS[unit]
+    emit, cdef, _ = _unit(unit)
     what = f"model '{model.name}'" + ("" if unit == "dynamics" else f" ({unit})")
 
     def make(tmp: Path) -> Path:
@@ -157,7 +161,7 @@ def _import(name: str, path: str) -> ModuleType:
 
 def build(model: Model, progress: bool = False, cflags: Sequence[str] | None = None,
           unit: str = "dynamics") -> tuple[ModuleType, Path]:
-    """The compiled extension module of `model`'s `unit` (a key of UNITS), from the cache when it is there and
+    """The compiled extension module of `model`'s `unit` (one of UNITS), from the cache when it is there and
     intact; and its path. With `progress`, a cold build shows its stages on a terminal's stderr. `cflags`: the
     compiler flags (default: the production ones, mechdyn.codegen.flags.production)."""
     flags = _flags(cflags)

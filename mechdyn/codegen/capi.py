@@ -107,8 +107,10 @@ DERIV_FUNCTIONS = (
              breaks=(6,)),
 )
 
-FUNCTION = {f.name: f for f in (*FUNCTIONS, *DERIV_FUNCTIONS)}
-CONSTANT = {c.name: c for c in (*CONSTANTS, *DERIV_CONSTANTS)}
+FUNCTION = {f.name: f for f in FUNCTIONS}
+CONSTANT = {c.name: c for c in CONSTANTS}
+DERIV_FUNCTION = {f.name: f for f in DERIV_FUNCTIONS}
+DERIV_CONSTANT = {c.name: c for c in DERIV_CONSTANTS}
 
 CDEF = "\n".join(x.declaration() for x in (*CONSTANTS, *FUNCTIONS)) + "\n"
 DERIV_CDEF = "\n".join(x.declaration() for x in (*DERIV_CONSTANTS, *DERIV_FUNCTIONS)) + "\n"

@@ -19,7 +19,9 @@ terms are in k, so they are differentiated with it. For tau, −∂r/∂tau = 1 
 A floating body is differentiated on its group, along q ∘ exp(δ) with
 δ = [δφ; δp] in the body's own axes, the same six directions as its velocity
 [ω; v] (docs/conventions.md): Q ↦ Q ⊗ (1, δφ/2), r ↦ r + R(Q) δp. The
-derivatives are taken on the model as written, by the CRBA route.
+system is always the CRBA route's (its factor serves every column), on the
+model with its frames slid as fwd_dyn's (generate.py): q, qd and the blocks
+mean what they mean on the model as written.
 """
 from __future__ import annotations
 

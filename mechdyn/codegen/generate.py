@@ -12,15 +12,16 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import Model
 
-from .capi import BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, FUNCTION  # noqa: F401  (CDEFs: re-exported for build.py)
+from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
+                   FUNCTION)  # for build.py)
 from .aba import apply_Hinv, loop_solve
 from .elements import tsda_state
 from .equations import system
-from .expr import OPS_COUNTED, Builder, OverBudget, Sym, Val
+from .expr import OPS_COUNTED, Builder, OverBudget, Sym
 from .kinematics import TreeKinematics
 from . import aba, frames, kkt, schedule
 from .derivs import derivatives_builder
-from .ltdl import check_sparsity, expanded_parents, floating_blocks, ltdl_forward
+from .ltdl import expanded_parents, floating_blocks, ltdl_forward
 from .stepper import damped, drift_function, power_body, sim_function
 from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
 from .sspatial import mtv
@@ -36,7 +37,7 @@ class Generated:
     source: str  # the C translation unit
     ops: Counter  # live operations in fwd_dyn, by kind
     observe_len: int
-    route: Route  # the solve taken, and both routes' operation counts
+    route: Route | None  # the solve taken, and both routes' operation counts (None: the derivatives' unit)
     parts: int = 1  # translation units the source splits into (generate's part(); 1: it is one)
 
     @property
@@ -294,21 +295,26 @@ def constants(p: Passes) -> str:
     return "\n" + "".join(CONSTANT[name].definition(v) + "\n" for name, v in values.items())
 
 
-def forward_function(p: Passes) -> tuple[str, str]:
-    """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
-    scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py), whose
-    definitions it returns apart ("" when unstaged)."""
-    m = p.model
+def null_guards(m: Model) -> list[str]:
+    """The statements that read a NULL fext or act as zeros where the model reads them, and silence them where it
+    does not."""
     guards = []
     if any(bd.fext for bd in m.bodies):
         guards += [f"static const double fext_zero[{6 * m.nbody}] = {{0}};", "if (!fext) fext = fext_zero;"]
     if m.nact:
         guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
-    unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
-              if not used]
+    return guards + [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
+                     if not used]
+
+
+def forward_function(p: Passes) -> tuple[str, str]:
+    """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
+    scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py), whose
+    definitions it returns apart ("" when unstaged)."""
+    guards = null_guards(p.model)
     stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
                            else ([], "", sincos_batch(p.angles) + p.body))
-    return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards + unused) + _indent(dyn)
+    return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards) + _indent(dyn)
                     + "}\n")
 
 
@@ -362,7 +368,7 @@ PARTS_NOTE = ("\n/* Three parts: the API (0), fwd_dyn's stages (1), fwd_dyn_batc
 
 DERIV_SPLIT = 8000  # fwd_dyn_derivs longer than this many statements is emitted as stage functions in two parts
 DERIV_STAGE = 2000  # statements per stage: the derivatives are compiled on first use, so compile time counts
-_DERIV_PARAMS = ", ".join(FUNCTION["fwd_dyn_derivs"].params)
+_DERIV_PARAMS = ", ".join(DERIV_FUNCTION["fwd_dyn_derivs"].params)
 _DERIV_ARGS = "q, qd, tau, fext, act, qdd, dq, dqd, dtau, dact, dfext"
 
 
@@ -370,9 +376,8 @@ def derivatives_unit(model: Model) -> Generated:
     """The derivatives' translation unit (derivs.py): fwd_dyn_derivs on the model with its frames slid, its
     batched twin, the sizes and the operation count. A long body is cut into stage functions (simd.py), their
     halves compiled as two parts side by side."""
-    framed = slid(model)[1]
-    b, blocks = derivatives_builder(framed)
     m = model
+    b, blocks = derivatives_builder(slid(m)[1])
     clear = []  # the structural zeros of every block, then its other entries stored
     for name, rows in blocks.items():
         if name != "qdd" and rows[0]:
@@ -383,13 +388,6 @@ def derivatives_unit(model: Model) -> Generated:
                     b.store(f"{name}[{i * len(row) + j}]", x)
     lines, ops = b.finish(sincos=False, scheduled=True)
     flops = sum(ops[o] for o in OPS_COUNTED)
-    guards = []
-    if any(bd.fext for bd in m.bodies):
-        guards += [f"static const double fext_zero[{6 * m.nbody}] = {{0}};", "if (!fext) fext = fext_zero;"]
-    if m.nact:
-        guards += [f"static const double act_zero[{m.nact}] = {{0}};", "if (!act) act = act_zero;"]
-    unused = [f"(void){a};" for a, used in (("fext", any(bd.fext for bd in m.bodies)), ("act", m.nact > 0))
-              if not used]
     stages: list[str] = []
     protos = ""
     if len(lines) > DERIV_SPLIT:
@@ -409,13 +407,12 @@ def derivatives_unit(model: Model) -> Generated:
             f"{GENERATOR_VERSION}).\n * nq {nq}, nv {nv}, act slots {na}; {flops} operations per call. "
             "Conventions: docs/derivatives.md. Do not edit. */\n"
             + includes() + VECTOR_TYPES + (SINCOS_C if b.angles else "") + (SQRT_C if ops["sqrt"] else ""))
-    api = ("\n" + "".join(CONSTANT[n].definition(v) + "\n" for n, v in values.items())
-           + "\n" + protos + FUNCTION["fwd_dyn_derivs"].header() + "\n{\n" + _indent(guards + unused + clear + body)
-           + "}\n\n" + FUNCTION["fwd_dyn_derivs_batch"].header() + "\n{\n"
+    api = ("\n" + "".join(DERIV_CONSTANT[n].definition(v) + "\n" for n, v in values.items())
+           + "\n" + protos + DERIV_FUNCTION["fwd_dyn_derivs"].header() + "\n{\n" + _indent(null_guards(m) + clear + body)
+           + "}\n\n" + DERIV_FUNCTION["fwd_dyn_derivs_batch"].header() + "\n{\n"
            + f"    for (int k = 0; k < n; ++k)\n        fwd_dyn_derivs({call});\n}}\n")
-    route = Route("crba", {"crba": flops})
     if not stages:
-        return Generated(model, head + api, ops, 0, route)
+        return Generated(model, head + api, ops, 0, None)
     half = (len(stages) + 1) // 2
     return Generated(model, head + part(0, api) + part(1, "".join(stages[:half])) + part(2, "".join(stages[half:])),
-                     ops, 0, route, parts=3)
+                     ops, 0, None, parts=3)

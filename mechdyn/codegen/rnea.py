@@ -1,4 +1,5 @@
-"""Pass 3: the bias force C(q, qd, fext) by the recursive Newton–Euler algorithm with qdd = 0 (RBDA §5.3).
+"""Pass 3: the bias force C(q, qd, fext) by the recursive Newton–Euler algorithm with qdd = 0 (RBDA §5.3), and,
+given qdd, the inverse dynamics H qdd + C (the derivatives' residual, derivs.py).
 
 Gravity enters as the base's fictitious acceleration −g. The recursion
 carries each body's angular acceleration and its origin's classical
@@ -77,7 +78,8 @@ def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec
     at the given qdd (joint_acceleration).
 
     For a single-DOF joint a_O = E (a_Op + α_p × r + ω_p × (ω_p × r) + 2 ω_p × ṙ), which needs no
-    linear velocities; a floating body (a root, by the format) has a_O = E a_Op + ω × v."""
+    linear velocities; a floating body (a root, by the format) has a_O = E a_Op + ω × v. Given qdd, S qdd_i
+    is added to both."""
     bd, X, vJ = kin.model.bodies[i], kin.Xup[i], kin.vJ(i)
     w = kin.v[i][:3]
     aJ = joint_acceleration(b, kin, i, qdd)

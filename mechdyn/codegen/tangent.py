@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 from .expr import Builder, Sym, Val
-from .trig import LANE_NAME, LANES
+from .trig import LANE_NAME, lane
 
 Tangent = dict[Hashable, Val]  # direction -> derivative; a missing direction is a structural zero
 Seed = Callable[[str], Tangent]  # an input slot's name ("q[3]") -> its derivative
@@ -33,12 +33,7 @@ def combine(b: Builder, terms: list[tuple[Val, Tangent]]) -> Tangent:
 
 def _angles(b: Builder) -> dict[str, tuple[str, str]]:
     """The sincos batch's lane names -> (the input slot, "sn" or "cs")."""
-    lanes = {}
-    for slot in b.angles:
-        for part in ("sn", "cs"):
-            k = b.angles.index(slot)
-            lanes[f"{part}{k // LANES}[{k % LANES}]"] = (slot, part)
-    return lanes
+    return {lane(k, part): (slot, part) for k, slot in enumerate(b.angles) for part in ("sn", "cs")}
 
 
 def derivatives(b: Builder, roots: list[Val], seed: Seed) -> list[Tangent]:

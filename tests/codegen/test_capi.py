@@ -64,3 +64,37 @@ def test_planted_cdef_mismatch_fails_the_compiler(tmp_path, capfd, wrong, right)
     with pytest.raises(cffi.VerificationError, match="failed"):
         ffi.compile(tmpdir=str(tmp_path))
     assert "error: " in (err := capfd.readouterr().err) and "incompatible pointer type" in err
+
+
+@pytest.mark.parametrize("name", ["gantry", "satellite", "fourbar", "springpend", "quartercar"])
+def test_derivatives_unit_defines_the_derivative_table(name):
+    """The derivatives' translation unit (whole, or in its parts for a long one: quartercar's is staged) defines
+    exactly the derivative table's functions and constants, each header as the table lays it out."""
+    from mechdyn.codegen.generate import derivatives_unit
+
+    gen = derivatives_unit(load_model(name))
+    assert (gen.parts > 1) == (name == "quartercar")
+    funcs, consts = capi.exported(gen.source)
+    assert funcs == {f.name: (f.returns, f.params) for f in capi.DERIV_FUNCTIONS}
+    assert consts == {c.name: c.type for c in capi.DERIV_CONSTANTS}
+    for f in capi.DERIV_FUNCTIONS:
+        assert f.header() + "\n{\n" in gen.source
+
+
+def test_derivatives_module_declarations_are_the_table():
+    """The compiled derivatives module exports the derivative table's names with its C types, and no other."""
+    module, _ = build(load_model("springpend"), unit="derivatives")
+    ffi, lib = module.ffi, module.lib
+    assert set(dir(lib)) == {x.name for x in (*capi.DERIV_FUNCTIONS, *capi.DERIV_CONSTANTS)}
+    for f in capi.DERIV_FUNCTIONS:
+        assert ffi.typeof(getattr(lib, f.name)) == ffi.typeof(f"{f.returns}(*)({', '.join(f.params)})"), f.name
+    assert capi.DERIV_CDEF.count(";  /* ") == len(capi.DERIV_FUNCTIONS) + len(capi.DERIV_CONSTANTS)
+
+
+def test_address_reaches_both_modules():
+    """Dynamics.address gives a dynamics function from the model's module and a derivative function from the
+    derivatives' (built on first use), and refuses any other name, listing both tables."""
+    dyn = mechdyn.load("springpend")
+    assert dyn.address("fwd_dyn") and dyn.address("fwd_dyn_derivs") and dyn.address("fwd_dyn_derivs_batch")
+    with pytest.raises(ValueError, match="fwd_dyn_derivs_batch"):
+        dyn.address("fwd_dyn_nothing")
