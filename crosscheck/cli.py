@@ -138,9 +138,9 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
     if args.linearize:
         if reason := linearize.covered(model):
             raise InputError(f"crosscheck mujoco --linearize: {reason}")
-        eps = linearize.EPS if args.eps is None else args.eps
-        agreement = linearize.compare(Dynamics(model, progress=True), n, args.seed, eps=eps)
-        return _report(model.name, agreement.checks(eps), args.json, agreement.figures(eps))
+        agreement = linearize.compare(Dynamics(model, progress=True), n, args.seed,
+                                      eps=linearize.EPS if args.eps is None else args.eps)
+        return _report(model.name, agreement.checks(), args.json, agreement.figures())
     if reason := why_not(model):
         raise InputError(f"crosscheck mujoco: {reason}; crosscheck pinocchio covers loop models")
     return _report(model.name, [accel_vs_generated(Dynamics(model, progress=True), n, args.seed)], args.json)
