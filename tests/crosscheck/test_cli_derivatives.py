@@ -86,3 +86,10 @@ def test_help_shows_the_flags_and_examples_one_a_line(cmd, example, capsys):
     out = capsys.readouterr().out
     assert e.value.code == 0 and "\nexamples:\n" in out and example in out
     assert ("--derivatives" if cmd == "pinocchio" else "--linearize") in out
+
+
+@pytest.mark.parametrize("cmd", ["pinocchio", "mujoco"])
+def test_without_the_flag_the_default_stays_1000_states(cmd, capsys):
+    """--trials' default now depends on the flag: the qdd comparisons keep theirs."""
+    assert run(crosscheck_main, [cmd, "threelink"]) == 0
+    assert "accel_vs_generated: 1000 trials" in capsys.readouterr().out
