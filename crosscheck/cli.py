@@ -2,8 +2,8 @@
 
     crosscheck dense <model> [--trials N] [--seed S] [--json]
     crosscheck chrono <model> [--trials N] [--seed S] [--sim T DT] [--body NAME] [--json]
-    crosscheck pinocchio <model> [--trials N] [--seed S] [--json]
-    crosscheck mujoco <model> [--trials N] [--seed S] [--json]
+    crosscheck pinocchio <model> [--derivatives] [--trials N] [--seed S] [--json]
+    crosscheck mujoco <model> [--linearize [--eps E]] [--trials N] [--seed S] [--json]
     crosscheck bench <model> [--peers [--derivatives]] [--repeats N] [--json]
     crosscheck selftest
     crosscheck report [--history DB] [-o report.html]
@@ -24,11 +24,11 @@ from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_wr
                              positive_float, run, seed, sim_steps, trials)
 
 
-def _report(model_name: str, checks: list[Check], as_json: bool) -> int:
-    """Print the checks (human lines or one JSON object) and return the exit code."""
+def _report(model_name: str, checks: list[Check], as_json: bool, extra: dict | None = None) -> int:
+    """Print the checks (human lines or one JSON object, with `extra`'s keys) and return the exit code."""
     ok = all(c.passed for c in checks)
     if as_json:
-        print(json.dumps({"model": model_name, "passed": ok} | {c.name: c.value for c in checks}
+        print(json.dumps({"model": model_name, "passed": ok} | {c.name: c.value for c in checks} | (extra or {})
                          | {"checks": [c.as_dict() for c in checks]}, indent=2))
     else:
         for c in checks:
@@ -93,27 +93,57 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     return _report(model.name, checks.sim_checks(model, run_dt, run_dt2, T), args.json)
 
 
+def _trials(args: argparse.Namespace, flag: bool, default: int, flag_default: int) -> int:
+    """--trials, else the subcommand's default: a smaller one when `flag` chose the costlier comparison."""
+    if args.trials is not None:
+        return args.trials
+    return flag_default if flag else default
+
+
+PIN_TRIALS, PIN_DERIV_TRIALS = 1000, 50  # a derivatives trial is dearer: nv columns, and force elements' stencils
+
+
 def cmd_pinocchio(args: argparse.Namespace) -> int:
-    """Pinocchio's forward dynamics of the exported URDF against the generated C and the dense reference."""
-    from crosscheck.pinocchio import compare
+    """Pinocchio's forward dynamics of the exported URDF against the generated C and the dense reference, or
+    (--derivatives) its computeABADerivatives against the generated derivatives."""
+    from crosscheck.pinocchio import compare, derivatives
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
-    checks = [compare.accel_vs_generated(Dynamics(model, progress=True), args.trials, args.seed),
-              compare.accel_vs_dense(model, args.trials, args.seed)]
+    n = _trials(args, args.derivatives, PIN_TRIALS, PIN_DERIV_TRIALS)
+    if args.derivatives:
+        if reason := derivatives.why_not(model):  # before compiling anything
+            raise InputError(f"crosscheck pinocchio --derivatives: {reason}")
+        check, blocks = derivatives.derivs_vs_generated(Dynamics(model, progress=True), n, args.seed)
+        return _report(model.name, [check], args.json, {"blocks": blocks})
+    checks = [compare.accel_vs_generated(Dynamics(model, progress=True), n, args.seed),
+              compare.accel_vs_dense(model, n, args.seed)]
     return _report(model.name, checks, args.json)
 
 
+MJ_TRIALS, MJ_LIN_TRIALS = 1000, 20  # each linearization trial steps MuJoCo 4 nv + 2 (nact + nv) times
+
+
 def cmd_mujoco(args: argparse.Namespace) -> int:
-    """MuJoCo's forward dynamics of the exported MJCF against the generated C (tree models)."""
-    from crosscheck.mujoco import why_not
+    """MuJoCo's forward dynamics of the exported MJCF against the generated C (tree models), or (--linearize)
+    its mjd_transitionFD against the generated derivatives carried through the same Euler step."""
+    from crosscheck.mujoco import linearize, why_not
     from crosscheck.mujoco.compare import accel_vs_generated
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
+    if args.eps is not None and not args.linearize:
+        raise InputError("crosscheck mujoco --eps: the step of --linearize's differences; add --linearize")
+    n = _trials(args, args.linearize, MJ_TRIALS, MJ_LIN_TRIALS)
+    if args.linearize:
+        if reason := linearize.covered(model):
+            raise InputError(f"crosscheck mujoco --linearize: {reason}")
+        agreement = linearize.compare(Dynamics(model, progress=True), n, args.seed,
+                                      eps=linearize.EPS if args.eps is None else args.eps)
+        return _report(model.name, agreement.checks(), args.json, agreement.figures())
     if reason := why_not(model):
         raise InputError(f"crosscheck mujoco: {reason}; crosscheck pinocchio covers loop models")
-    return _report(model.name, [accel_vs_generated(Dynamics(model, progress=True), args.trials, args.seed)], args.json)
+    return _report(model.name, [accel_vs_generated(Dynamics(model, progress=True), n, args.seed)], args.json)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -192,11 +222,23 @@ def cmd_golden(args: argparse.Namespace) -> int:
     return status
 
 
-def comparison(sub, name: str, example: str, default_trials: int, trials_help: str, func, **kw) -> argparse.ArgumentParser:
-    """A comparison subcommand with the arguments every one takes: model, --trials, --seed, --json."""
-    c = sub.add_parser(name, **kw)
+class _Formatter(argparse.HelpFormatter):
+    """argparse's wrapping, but text with its own line breaks (the examples) is printed as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def comparison(sub, name: str, example: str, default_trials: int | str, trials_help: str, func,
+               **kw) -> argparse.ArgumentParser:
+    """A comparison subcommand with the arguments every one takes: model, --trials, --seed, --json. A str
+    default_trials is only described: the command picks the number (None when --trials is not given)."""
+    c = sub.add_parser(name, formatter_class=_Formatter, **kw)
     c.add_argument("model", help=f"a model name in models/ (e.g. {example}) or a path to a .mech file")
-    c.add_argument("--trials", type=trials, default=default_trials, help=f"{trials_help} (default {default_trials})")
+    c.add_argument("--trials", type=trials, default=None if isinstance(default_trials, str) else default_trials,
+                   help=f"{trials_help} (default {default_trials})")
     c.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     c.add_argument("--json", action="store_true", help="print one JSON object of metrics instead of lines")
     c.set_defaults(func=func)
@@ -245,8 +287,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--body", metavar="NAME", help="the body the --sim table follows (default: the one whose "
                    "origin travels farthest)")
 
-    comparison(
-        sub, "pinocchio", "satellite", 1000, "random states to compare", cmd_pinocchio,
+    c = comparison(
+        sub, "pinocchio", "satellite", f"{PIN_TRIALS}; {PIN_DERIV_TRIALS} with --derivatives",
+        "random states to compare", cmd_pinocchio,
         help="compare against Pinocchio on the exported URDF",
         description="Load the model's URDF export in Pinocchio and compare qdd, as scaled errors, with "
         "accel_vs_generated (the generated C) and accel_vs_dense (the dense reference). Tree models: Pinocchio's "
@@ -254,17 +297,34 @@ def parser() -> argparse.ArgumentParser:
         "and force elements applied as generalized forces from Pinocchio's frame Jacobians; gate 1e-9. Loop models: "
         "the acceleration-level KKT system built from Pinocchio's mass matrix, bias forces, frame Jacobians and "
         "classical frame accelerations, at states closed in position and velocity (Baumgarte terms vanish); "
-        "gate 1e-8.",
+        "gate 1e-8. With --derivatives, instead derivs_vs_pinocchio: Pinocchio's computeABADerivatives (with "
+        "the terms for base-fixed fext rows and force elements that its ABA does not hold) against the generated "
+        "fwd_dyn_derivs, the worst block (qdd, dq, dqd, dtau, dact, dfext) at the worst state, gate 1e-9 "
+        "(docs/derivatives.md); tree models up to 48 DoF, others exit 2.",
+        epilog="examples:\n  crosscheck pinocchio satellite\n  crosscheck pinocchio springpend --derivatives\n"
+        "  crosscheck pinocchio stanford --derivatives --trials 200 --json\n",
     )
+    c.add_argument("--derivatives", action="store_true", help="compare the derivatives of qdd instead of qdd")
 
-    comparison(
-        sub, "mujoco", "elbow", 1000, "random states to compare", cmd_mujoco,
+    c = comparison(
+        sub, "mujoco", "elbow", f"{MJ_TRIALS}; {MJ_LIN_TRIALS} with --linearize", "random states to compare",
+        cmd_mujoco,
         help="compare against MuJoCo on the exported MJCF (tree models)",
         description="Load the model's MJCF export in MuJoCo (contacts off, no armature, damping or limits; "
         "tendon and joint springs for force elements, motors for inputs) and compare mj_forward's qacc, mapped to "
         "mechdyn's coordinates, with the generated C on random states (q, qd, tau, fext as xfrc_applied, act as "
-        "ctrl): accel_vs_generated, gate 1e-9. Loop models exit 2: MuJoCo's equality constraints are soft.",
+        "ctrl): accel_vs_generated, gate 1e-9. Loop models exit 2: MuJoCo's equality constraints are soft. "
+        "With --linearize, instead MuJoCo's mjd_transitionFD (centered differences of one semi-implicit Euler "
+        "step, h = 1e-3, with a motor on every dof) against the generated derivatives carried through the same "
+        "step: linearize_pos and linearize_vel, the worst scaled error of the position rows of [A B] and of the "
+        "velocity rows of [A - I B] / h, each as a share of its state's gate (the differences' rounding at step "
+        "--eps; gate 1); tree models up to 48 DoF, others exit 2.",
+        epilog="examples:\n  crosscheck mujoco elbow\n  crosscheck mujoco satellite --linearize\n"
+        "  crosscheck mujoco stanford --linearize --trials 50 --eps 1e-5 --json\n",
     )
+    c.add_argument("--linearize", action="store_true", help="compare the transition Jacobians instead of qdd")
+    c.add_argument("--eps", type=positive_float, metavar="E", help="with --linearize, MuJoCo's centered-difference "
+                   "step (default 1e-6)")
     b = sub.add_parser("bench", help="time the generated forward dynamics beside the dense reference or the peers",
                        description="Time fwd_dyn in a C loop over a pool of 256 random states (minimum over "
                        "repeats, with a running checksum), fwd_dyn_batch, and the dense reference on the same "

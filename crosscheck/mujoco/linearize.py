@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from crosscheck.checks import Check
 from mechdyn import load
 from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.model import Model
@@ -48,6 +49,8 @@ from . import MjModel, NotRepresentable, build, mujoco, why_not, xfrc
 
 H = 1e-3  # the Euler step both sides linearize
 EPS = 1e-6  # MuJoCo's centered-difference step
+NOTE = ("a failure here alone, with crosscheck mujoco and crosscheck pinocchio --derivatives passing, points at "
+        "this module's maps between the two coordinate sets and the Euler step")
 
 
 def cross(x: np.ndarray) -> np.ndarray:
@@ -249,10 +252,27 @@ class Agreement:
     vel: float  # the velocity rows of [A − I B] / h: the continuous ∂qacc/∂(x, u) in MuJoCo's coordinates
     pos_share: float  # max over the trials of pos / its gate
     vel_share: float
+    h: float = H  # the Euler step and the differences' step the figures were taken at
+    eps: float = EPS
 
     @property
     def passed(self) -> bool:
         return self.pos_share <= 1.0 and self.vel_share <= 1.0
+
+    def checks(self) -> list[Check]:
+        """The agreement as the harness's checks: each row block's share of its gate, against 1."""
+        what = (f"{self.trials} random states, mjd_transitionFD vs the generated derivatives' Euler step "
+                f"(h={self.h:g}, eps={self.eps:g})")
+        share = "largest share of a state's gate"
+        checks = [Check("linearize_pos", self.pos_share, 1.0,
+                        f"{what}, position rows of [A B]: worst scaled error {self.pos:.1e}; {share}"),
+                  Check("linearize_vel", self.vel_share, 1.0,
+                        f"{what}, velocity rows of [A - I B] / h: worst scaled error {self.vel:.1e}; {share}")]
+        return [c if c.passed else replace(c, note=NOTE) for c in checks]
+
+    def figures(self) -> dict[str, float]:
+        """The worst scaled errors and the steps, for --json."""
+        return {"A": self.A, "B": self.B, "pos": self.pos, "vel": self.vel, "h": self.h, "eps": self.eps}
 
     def row(self) -> str:
         return (f"| {self.model} | {self.trials} | {self.A:.1e} | {self.B:.1e} | {self.pos:.1e} | {self.pos_share:.2f} "
@@ -285,7 +305,7 @@ def compare(dyn: Dynamics, trials: int = 20, seed: int = 0, h: float = H, eps: f
         eA, eB, pos, vel, scale = errors(*mujoco_transition(mm, s, eps), *mechdyn_transition(dyn, mm, s, h), h)
         pos_gate, vel_gate = gates(dyn, s, scale, h, eps)
         worst = np.maximum(worst, [eA, eB, pos, vel, pos / pos_gate, vel / vel_gate])
-    return Agreement(dyn.model.name, trials, *map(float, worst))
+    return Agreement(dyn.model.name, trials, *map(float, worst), h=h, eps=eps)
 
 
 def covered(model: Model) -> str | None:
