@@ -44,7 +44,7 @@ def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: floa
                            f"residual {abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
 
 
-def equilibrium(dyn: Dynamics, q0, held: Iterable[int | str] = (), tau=None, act=None, fext=None,
+def equilibrium(dyn: Dynamics, q0, *, held: Iterable[int | str] = (), tau=None, fext=None, act=None,
                 tol: float = 1e-9, maxit: int = 50) -> np.ndarray:
     """A configuration q at rest with qdd(q, 0, tau) = 0, the held slots' coordinates kept at q0's (their
     reactions take up what holds them), found by Newton from q0.
@@ -64,7 +64,7 @@ def equilibrium(dyn: Dynamics, q0, held: Iterable[int | str] = (), tau=None, act
     def state(q: np.ndarray):
         """The linearization at q and the merit: |P qdd|₂, the norm of the equations Newton solves (its step is a
         descent direction of it, unlike for max |qdd|)."""
-        lin = linearize(dyn, q, zero, tau, act, fext, hs)
+        lin = linearize(dyn, q, zero, tau, fext=fext, act=act, held=hs)
         return lin, float(np.linalg.norm(lin.P @ lin.qdd))
 
     lin, res = state(q)

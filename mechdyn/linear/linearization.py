@@ -24,26 +24,21 @@ import scipy.linalg
 
 from mechdyn.core.loops import closure
 from mechdyn.core.model import Model
+from mechdyn.core.spatial import crm
 from mechdyn.dynamics import Derivatives, Dynamics
 
 NULL_RCOND = 1e-9  # singular values below this fraction of the largest count as zero (a loop Jacobian's rank)
 
 
-def _hat(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
 def kinematic_block(model: Model, qd: np.ndarray) -> np.ndarray:
     """Ak (nv, nv) = ∂δ̇/∂δ: zero for single-DOF joints; for a floating body with body-axes twist [ω; v], the
-    Lie-group term of δ̇ = δqd - ad_qd δ on retract's chart: δφ̇ = δω - ω×δφ, δṗ = δv - v×δφ - ω×δp."""
+    Lie-group term of δ̇ = δqd - ad_qd δ on retract's chart: δφ̇ = δω - ω×δφ, δṗ = δv - v×δφ - ω×δp, that is
+    the body's block -crm([ω; v])."""
     Ak = np.zeros((model.nv, model.nv))
     for b, iv in zip(model.bodies, model.vidx):
         if b.joint != "floating":
             continue
-        wx, vx = _hat(qd[iv : iv + 3]), _hat(qd[iv + 3 : iv + 6])
-        Ak[iv : iv + 3, iv : iv + 3] = -wx
-        Ak[iv + 3 : iv + 6, iv : iv + 3] = -vx
-        Ak[iv + 3 : iv + 6, iv + 3 : iv + 6] = -wx
+        Ak[iv : iv + 6, iv : iv + 6] = -crm(qd[iv : iv + 6])
     return Ak
 
 
@@ -91,16 +86,21 @@ def tangent_basis(model: Model, q: np.ndarray, held: Sequence[int] = ()) -> tupl
     return NK, W
 
 
+HELD_COND = 1e12  # the held block of dtau is taken as singular above this condition number: λ would be noise
+
+
 def held_reaction(D: Derivatives, held: Sequence[int]) -> np.ndarray:
     """The generalized forces λ on the held slots that make their accelerations zero: qdd is affine in tau, so
-    E (qdd + dtau Eᵀ λ) = 0 is solved exactly."""
+    E (qdd + dtau Eᵀ λ) = 0 is solved exactly. Refused (ValueError) when dtau's held block is singular or nearly
+    (condition number above HELD_COND): the loops already fix (or all but fix) a held slot."""
     h = list(held)
     S = D.dtau[np.ix_(h, h)]
-    try:
-        return -np.linalg.solve(S, D.qdd[h])
-    except np.linalg.LinAlgError:
-        raise ValueError(f"held slots {h}: their accelerations do not respond to their own forces (the block of "
-                         "dtau is singular): a held slot the loops already fix cannot be held") from None
+    cond = float(np.linalg.cond(S))
+    if not cond <= HELD_COND:  # NaN or inf included
+        raise ValueError(f"held slots {h}: their accelerations hardly respond to their own forces (the held block "
+                         f"of dtau has condition number {cond:.3g} > {HELD_COND:g}): a held slot the loops already "
+                         "fix cannot be held")
+    return -np.linalg.solve(S, D.qdd[h])
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class Linear:
         return self.derivatives.qdd
 
 
-def linearize(dyn: Dynamics, q, qd, tau=None, act=None, fext=None, held: Iterable[int | str] = ()) -> Linear:
+def linearize(dyn: Dynamics, q, qd, tau=None, *, fext=None, act=None, held: Iterable[int | str] = ()) -> Linear:
     """M, C, K and A, B of ẋ = f(x, u) about (q, qd) from one or two generated derivative calls (two with held
     slots: the second at the reactions that hold them). q must be on the loops' manifold (close_loops)."""
     model = dyn.model
