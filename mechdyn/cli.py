@@ -505,8 +505,9 @@ def cmd_modes(args: argparse.Namespace) -> int:
         print("no free coordinates: nothing moves")
     unstable = int(np.count_nonzero(md.unstable))
     if unstable:
-        print(f"note: {unstable} of {len(md)} modes unstable: this {'equilibrium' if args.at == 'equilibrium' else 'q'} "
-              "is a saddle of the potential, not a stable rest pose")
+        where = "equilibrium" if args.at == "equilibrium" else "q"
+        print(f"note: {unstable} of {len(md)} modes unstable: this {where} is a saddle of the potential, "
+              "not a stable rest pose")
     if args.plot and not len(md):
         print(f"note: no plot written ({args.plot}): no mode to draw")
     elif args.plot:

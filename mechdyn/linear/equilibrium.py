@@ -50,7 +50,8 @@ def equilibrium(dyn: Dynamics, q0, *, held: Iterable[int | str] = (), tau=None, 
     reactions take up what holds them), found by Newton from q0.
 
     Each step solves P dq N y = -P qdd on the tangent space N of the loops and held slots (linearize's reduced
-    stiffness, exact Newton: the held reactions do no work along N), moves by retract(q, N y), re-closes the loops
+    stiffness; the held reactions do no work along N). That Jacobian drops (dP/dz) qdd, exact at the solution
+    only (qdd = 0): quadratic convergence near it. It moves by retract(q, N y), re-closes the loops
     with the held slots fixed, and halves the step while |P qdd|₂ grows (a step is at most MAX_STEP in any slot).
     Where the Newton step cannot lower it (a singular stiffness: a pendulum held out level), it steps along z̈ = P qdd
     instead, the way the mechanism would fall. Converged when max |qdd| <= tol (SI units of qdd). A rigid-body

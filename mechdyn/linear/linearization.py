@@ -12,7 +12,12 @@ The formulas are those of docs/derivatives.md ("Linearization"); in short, with 
     held slots     W: an orthonormal basis of the null space of E N_K (E the held slots' rows of I), N = N_K W;
                    M = Wᵀ M_K W, K = Wᵀ K_K W, C = Wᵀ C_K W (the held coordinates' reactions do no work along W)
     reduced        z (dim m) with δ = N z:  Ar = [[Nᵀ Ak N, I], [-M⁻¹K, -M⁻¹C]],  Br = [[0], [P dtau, P dact]],
-                   P = M⁻¹ Wᵀ M_K N_Kᵀ, the H-weighted map from full accelerations to z̈
+                   P = M⁻¹ Wᵀ M_K N_Kᵀ maps full accelerations to z̈: with nothing held W = I and P = N_Kᵀ, the
+                   orthogonal projection (z the minimum-norm chart close_loops' steps give); only the held part,
+                   M⁻¹ Wᵀ M_K, is H-weighted (the held reactions' change eliminated)
+
+δqdd lies in N_K's span only at an equilibrium (qdd = 0): off one, K δqdd = -(∂K δ) qdd, the loops' curvature times
+qdd, which N_Kᵀ drops, and K, C are the minimum-norm chart's (another chart moves that term).
 """
 from __future__ import annotations
 
@@ -120,7 +125,7 @@ class Linear:
     K: np.ndarray  # (m, m)
     Ar: np.ndarray  # (2 m, 2 m), x = [z; ż]
     Br: np.ndarray  # (2 m, nv + nact)
-    P: np.ndarray  # (m, nv): z̈ = P qdd, the H-weighted projection of a full acceleration onto N
+    P: np.ndarray  # (m, nv): z̈ = P qdd; N_Kᵀ with nothing held, H-weighted only in the held part
 
     @property
     def qdd(self) -> np.ndarray:
@@ -145,7 +150,7 @@ def linearize(dyn: Dynamics, q, qd, tau=None, *, fext=None, act=None, held: Iter
     B = np.vstack([np.zeros((nv, nv + model.nact)), np.hstack([D.dtau, D.dact])])
     NK, W = tangent_basis(model, q, hs)
     MK = np.linalg.inv(NK.T @ D.dtau @ NK) if model.loops else np.linalg.inv(D.dtau)
-    G = W.T @ MK @ NK.T  # the generalized forces along z of an acceleration field: M_r z̈ = G qdd
+    G = W.T @ MK @ NK.T  # the generalized forces along z of an acceleration field: M z̈ = G qdd (G = M_K N_Kᵀ if W = I)
     N = NK @ W
     M = W.T @ MK @ W
     M = 0.5 * (M + M.T)  # a mass matrix: symmetric, here up to the inverses' round-off
