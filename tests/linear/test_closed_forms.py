@@ -138,6 +138,19 @@ def test_modes_refuse_real_eigenvalues_left_unpaired(monkeypatch):
     with pytest.raises(ValueError, match="one mode per free coordinate"):
         modes(lin)
 
+
+def test_a_damped_rigid_mode_is_one_mode_with_its_decay():
+    """spring_slider with the slider's spring at k = 0: the slider is free but damped, eigenvalues 0 and -c/m, one
+    rigid-body mode carrying both; the bob's mode stays as it was (count = the two free coordinates)."""
+    text = (ROOT / "tests/data/spring_slider.mech").read_text()
+    assert "  k 400\n" in text
+    lin = at_equilibrium(mechdyn.load(parse(text.replace("  k 400\n", "  k 0\n"), name="spring_slider_free")))
+    md = modes(lin)
+    slider = lin.model.bodies[0]
+    c = lin.model.tsdas[0].c
+    assert len(md) == 2 and md.rigid.tolist() == [True, False] and not md.unstable.any()
+    assert abs(md.pairs[0, 1].real + c / slider.mass) <= 1e-12 * c / slider.mass and md.pairs[0, 0] == 0
+
 # -- springpend: pend2 on its rsda, (k + m g l cos q*) / I; pend1 on its tsda, V''(q*) / I ------------
 @pytest.fixture(scope="module")
 def springpend() -> Linear:
