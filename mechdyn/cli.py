@@ -453,8 +453,9 @@ def _held(text: str) -> list[str]:
 
 
 def cmd_modes(args: argparse.Namespace) -> int:
-    """Static equilibrium (or q0), the linearized system there and its modes as a table; --plot draws them.
-    Exit 1 if no equilibrium is found."""
+    """Static equilibrium (or q0), the linearized system there and its modes as a table, a note when some are
+    unstable; --plot draws them (skipped with a note when there is none). Exit 1 if no equilibrium is found, the
+    modes do not split one per free coordinate, or the plot's displaced poses do not close their loops."""
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
@@ -479,7 +480,11 @@ def cmd_modes(args: argparse.Namespace) -> int:
     else:
         q = q0
     lin = linearize(dyn, q, np.zeros(model.nv), held=held)
-    md = modes(lin)
+    try:
+        md = modes(lin)
+    except ValueError as e:  # the eigenvalues do not make one mode per free coordinate
+        print(f"mechdyn modes: {e}", file=sys.stderr)
+        return EXIT_FAIL
     moved = np.abs(lin.q - q0)
     worst = int(np.argmax(np.abs(lin.qdd)))
     print(f"model {model.name}: nv {model.nv}, {model.nc} closure rows, "
@@ -491,8 +496,7 @@ def cmd_modes(args: argparse.Namespace) -> int:
         shape = md.shapes[i]
         top = np.argsort(-np.abs(shape))[:3]
         dominant = ", ".join(f"{names[j]} {shape[j]:+.2f}" for j in top if abs(shape[j]) >= 0.1)
-        lam = md.eigenvalues[i]
-        kind = "rigid" if md.rigid[i] else "unstable" if md.unstable[i] else "decaying" if lam.imag == 0 else ""
+        kind = "rigid" if md.rigid[i] else "unstable" if md.unstable[i] else "overdamped" if md.damping[i] > 1 else ""
         rows.append({"mode": i + 1, "f [Hz]": "-" if md.rigid[i] else f"{md.frequency[i]:.6g}",
                      "zeta": "-" if md.rigid[i] else f"{md.damping[i]:.4g}" if abs(md.damping[i]) >= 1e-9 else "0", "kind": kind,
                      "dominant coordinates": dominant})
@@ -500,10 +504,21 @@ def cmd_modes(args: argparse.Namespace) -> int:
         print(pd.DataFrame(rows).to_string(index=False))
     else:
         print("no free coordinates: nothing moves")
-    if args.plot:
+    unstable = int(np.count_nonzero(md.unstable))
+    if unstable:
+        where = "equilibrium" if args.at == "equilibrium" else "q"
+        print(f"note: {unstable} of {len(md)} modes unstable: this {where} is a saddle of the potential, "
+              "not a stable rest pose")
+    if args.plot and not len(md):
+        print(f"note: no plot written ({args.plot}): no mode to draw")
+    elif args.plot:
         from mechdyn.linear.plot import plot_modes
 
-        print(plot_modes(dyn, md, Path(args.plot)))
+        try:
+            print(plot_modes(dyn, md, Path(args.plot)))
+        except EquilibriumError as e:  # a shape's displaced pose whose loops do not close
+            print(f"mechdyn modes: plot: {e}", file=sys.stderr)
+            return EXIT_FAIL
     return EXIT_PASS
 
 
@@ -642,12 +657,15 @@ def parser() -> argparse.ArgumentParser:
                         description="\n\n".join(textwrap.fill(p, 79) for p in (
                             "Find a static equilibrium by Newton on qdd = 0 with the generated derivatives (from "
                             "the design pose; loops kept closed, --held coordinates kept), linearize there and print "
-                            "the residual max |qdd| and the modes: undamped natural frequency |lambda|/2pi in Hz, "
-                            "damping ratio zeta = -Re lambda/|lambda| (negative: unstable), and the coordinates the "
-                            "mode shape moves most (largest +1). Rigid-body modes have no frequency. A floating "
+                            "the residual max |qdd| and the modes, one per free coordinate, each a pair of eigenvalues "
+                            "(complex conjugates, or two real ones when overdamped): undamped natural frequency "
+                            "sqrt(|l1 l2|)/2pi in Hz, damping ratio zeta = -(l1 + l2)/(2 sqrt(|l1 l2|)) (above 1: "
+                            "overdamped), and the coordinates the mode shape moves most (largest +1). Rigid-body "
+                            "modes have no frequency. A note says how many modes are unstable (a saddle, not a "
+                            "stable rest pose); --plot is skipped with a note when no coordinate is free. A floating "
                             "body's coordinates are name.rx/ry/rz (rotation about its own axes) and name.x/y/z. "
                             "Derivatives compile on first use (seconds for small models, a minute for halfcar). "
-                            "Exit status 1 if no equilibrium is found.",)),
+                            "Exit status 1 if no equilibrium is found or the plot's displaced poses do not close.",)),
                         epilog="examples:\n  mechdyn modes springpend\n"
                         "  mechdyn modes quartercar --held post --plot quartercar-modes.png\n"
                         "  mechdyn modes pendulums --at q0")

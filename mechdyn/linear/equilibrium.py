@@ -44,13 +44,14 @@ def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: floa
                            f"residual {abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
 
 
-def equilibrium(dyn: Dynamics, q0, held: Iterable[int | str] = (), tau=None, act=None, fext=None,
+def equilibrium(dyn: Dynamics, q0, *, held: Iterable[int | str] = (), tau=None, fext=None, act=None,
                 tol: float = 1e-9, maxit: int = 50) -> np.ndarray:
     """A configuration q at rest with qdd(q, 0, tau) = 0, the held slots' coordinates kept at q0's (their
     reactions take up what holds them), found by Newton from q0.
 
     Each step solves P dq N y = -P qdd on the tangent space N of the loops and held slots (linearize's reduced
-    stiffness, exact Newton: the held reactions do no work along N), moves by retract(q, N y), re-closes the loops
+    stiffness; the held reactions do no work along N). That Jacobian drops (dP/dz) qdd, exact at the solution
+    only (qdd = 0): quadratic convergence near it. It moves by retract(q, N y), re-closes the loops
     with the held slots fixed, and halves the step while |P qdd|₂ grows (a step is at most MAX_STEP in any slot).
     Where the Newton step cannot lower it (a singular stiffness: a pendulum held out level), it steps along z̈ = P qdd
     instead, the way the mechanism would fall. Converged when max |qdd| <= tol (SI units of qdd). A rigid-body
@@ -64,7 +65,7 @@ def equilibrium(dyn: Dynamics, q0, held: Iterable[int | str] = (), tau=None, act
     def state(q: np.ndarray):
         """The linearization at q and the merit: |P qdd|₂, the norm of the equations Newton solves (its step is a
         descent direction of it, unlike for max |qdd|)."""
-        lin = linearize(dyn, q, zero, tau, act, fext, hs)
+        lin = linearize(dyn, q, zero, tau, fext=fext, act=act, held=hs)
         return lin, float(np.linalg.norm(lin.P @ lin.qdd))
 
     lin, res = state(q)

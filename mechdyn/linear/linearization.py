@@ -12,7 +12,12 @@ The formulas are those of docs/derivatives.md ("Linearization"); in short, with 
     held slots     W: an orthonormal basis of the null space of E N_K (E the held slots' rows of I), N = N_K W;
                    M = Wᵀ M_K W, K = Wᵀ K_K W, C = Wᵀ C_K W (the held coordinates' reactions do no work along W)
     reduced        z (dim m) with δ = N z:  Ar = [[Nᵀ Ak N, I], [-M⁻¹K, -M⁻¹C]],  Br = [[0], [P dtau, P dact]],
-                   P = M⁻¹ Wᵀ M_K N_Kᵀ, the H-weighted map from full accelerations to z̈
+                   P = M⁻¹ Wᵀ M_K N_Kᵀ maps full accelerations to z̈: with nothing held W = I and P = N_Kᵀ, the
+                   orthogonal projection (z the minimum-norm chart close_loops' steps give); only the held part,
+                   M⁻¹ Wᵀ M_K, is H-weighted (the held reactions' change eliminated)
+
+δqdd lies in N_K's span only at an equilibrium (qdd = 0): off one, K δqdd = -(∂K δ) qdd, the loops' curvature times
+qdd, which N_Kᵀ drops, and K, C are the minimum-norm chart's (another chart moves that term).
 """
 from __future__ import annotations
 
@@ -24,26 +29,21 @@ import scipy.linalg
 
 from mechdyn.core.loops import closure
 from mechdyn.core.model import Model
+from mechdyn.core.spatial import crm
 from mechdyn.dynamics import Derivatives, Dynamics
 
 NULL_RCOND = 1e-9  # singular values below this fraction of the largest count as zero (a loop Jacobian's rank)
 
 
-def _hat(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
 def kinematic_block(model: Model, qd: np.ndarray) -> np.ndarray:
     """Ak (nv, nv) = ∂δ̇/∂δ: zero for single-DOF joints; for a floating body with body-axes twist [ω; v], the
-    Lie-group term of δ̇ = δqd - ad_qd δ on retract's chart: δφ̇ = δω - ω×δφ, δṗ = δv - v×δφ - ω×δp."""
+    Lie-group term of δ̇ = δqd - ad_qd δ on retract's chart: δφ̇ = δω - ω×δφ, δṗ = δv - v×δφ - ω×δp, that is
+    the body's block -crm([ω; v])."""
     Ak = np.zeros((model.nv, model.nv))
     for b, iv in zip(model.bodies, model.vidx):
         if b.joint != "floating":
             continue
-        wx, vx = _hat(qd[iv : iv + 3]), _hat(qd[iv + 3 : iv + 6])
-        Ak[iv : iv + 3, iv : iv + 3] = -wx
-        Ak[iv + 3 : iv + 6, iv : iv + 3] = -vx
-        Ak[iv + 3 : iv + 6, iv + 3 : iv + 6] = -wx
+        Ak[iv : iv + 6, iv : iv + 6] = -crm(qd[iv : iv + 6])
     return Ak
 
 
@@ -91,16 +91,21 @@ def tangent_basis(model: Model, q: np.ndarray, held: Sequence[int] = ()) -> tupl
     return NK, W
 
 
+HELD_COND = 1e12  # the held block of dtau is taken as singular above this condition number: λ would be noise
+
+
 def held_reaction(D: Derivatives, held: Sequence[int]) -> np.ndarray:
     """The generalized forces λ on the held slots that make their accelerations zero: qdd is affine in tau, so
-    E (qdd + dtau Eᵀ λ) = 0 is solved exactly."""
+    E (qdd + dtau Eᵀ λ) = 0 is solved exactly. Refused (ValueError) when dtau's held block is singular or nearly
+    (condition number above HELD_COND): the loops already fix (or all but fix) a held slot."""
     h = list(held)
     S = D.dtau[np.ix_(h, h)]
-    try:
-        return -np.linalg.solve(S, D.qdd[h])
-    except np.linalg.LinAlgError:
-        raise ValueError(f"held slots {h}: their accelerations do not respond to their own forces (the block of "
-                         "dtau is singular): a held slot the loops already fix cannot be held") from None
+    cond = float(np.linalg.cond(S))
+    if not cond <= HELD_COND:  # NaN or inf included
+        raise ValueError(f"held slots {h}: their accelerations hardly respond to their own forces (the held block "
+                         f"of dtau has condition number {cond:.3g} > {HELD_COND:g}): a held slot the loops already "
+                         "fix cannot be held")
+    return -np.linalg.solve(S, D.qdd[h])
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ class Linear:
     K: np.ndarray  # (m, m)
     Ar: np.ndarray  # (2 m, 2 m), x = [z; ż]
     Br: np.ndarray  # (2 m, nv + nact)
-    P: np.ndarray  # (m, nv): z̈ = P qdd, the H-weighted projection of a full acceleration onto N
+    P: np.ndarray  # (m, nv): z̈ = P qdd; N_Kᵀ with nothing held, H-weighted only in the held part
 
     @property
     def qdd(self) -> np.ndarray:
@@ -128,7 +133,7 @@ class Linear:
         return self.derivatives.qdd
 
 
-def linearize(dyn: Dynamics, q, qd, tau=None, act=None, fext=None, held: Iterable[int | str] = ()) -> Linear:
+def linearize(dyn: Dynamics, q, qd, tau=None, *, fext=None, act=None, held: Iterable[int | str] = ()) -> Linear:
     """M, C, K and A, B of ẋ = f(x, u) about (q, qd) from one or two generated derivative calls (two with held
     slots: the second at the reactions that hold them). q must be on the loops' manifold (close_loops)."""
     model = dyn.model
@@ -145,7 +150,7 @@ def linearize(dyn: Dynamics, q, qd, tau=None, act=None, fext=None, held: Iterabl
     B = np.vstack([np.zeros((nv, nv + model.nact)), np.hstack([D.dtau, D.dact])])
     NK, W = tangent_basis(model, q, hs)
     MK = np.linalg.inv(NK.T @ D.dtau @ NK) if model.loops else np.linalg.inv(D.dtau)
-    G = W.T @ MK @ NK.T  # the generalized forces along z of an acceleration field: M_r z̈ = G qdd
+    G = W.T @ MK @ NK.T  # the generalized forces along z of an acceleration field: M z̈ = G qdd (G = M_K N_Kᵀ if W = I)
     N = NK @ W
     M = W.T @ MK @ W
     M = 0.5 * (M + M.T)  # a mass matrix: symmetric, here up to the inverses' round-off

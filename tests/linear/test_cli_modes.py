@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import re
-import struct
-
 import numpy as np
 
 import mechdyn
 from mechdyn.cli import parser as mechdyn_main
 from mechdyn.cliutil import EXIT_FAIL, EXIT_INPUT, EXIT_PASS, run
-from mechdyn.linear import equilibrium, linearize, modes
+from mechdyn.linear import EquilibriumError, equilibrium, linearize, modes
+from mechdyn.linear import plot
 from mechdyn.linear.plot import plot_modes
 
 
@@ -41,16 +40,71 @@ def test_quartercar_on_its_post_plots_its_one_mode(capsys, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def png_width(path) -> int:
-    return struct.unpack(">I", path.read_bytes()[16:20])[0]
-
-
-def test_the_plot_has_a_panel_per_mode(tmp_path):
-    """Panels of 3.4 in at 110 dpi, up to four a row: pendulums' four modes make one row four panels wide."""
+def test_the_plot_has_a_panel_per_mode(tmp_path, monkeypatch):
+    """pendulums' four modes: four panels with axes on (one row of four), each with its displaced pose (red)
+    away from the rest pose (grey) by a visible amount."""
     dyn = mechdyn.load("pendulums")
     md = modes(linearize(dyn, equilibrium(dyn, dyn.model.q0()), np.zeros(dyn.nv)))
     assert len(md) == 4 and md.rigid.sum() == 1
-    assert png_width(plot_modes(dyn, md, tmp_path / "p.png")) == round(4 * 3.4 * 110)
+    figures = []
+    monkeypatch.setattr(plot.plt, "close", figures.append)  # keep the figure plot_modes closes
+    assert plot_modes(dyn, md, tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    panels = [ax for ax in figures[0].axes if ax.axison]
+    assert len(panels) == 4
+    for ax in panels:
+        rest = [ln.get_xydata() for ln in ax.lines if ln.get_color() == "0.55"]
+        moved = [ln.get_xydata() for ln in ax.lines if ln.get_color() == "tab:red"]
+        assert rest and len(moved) == len(rest)
+        shift = max(float(np.max(np.abs(a - b))) for a, b in zip(moved, rest))
+        assert shift > 0.01 * np.ptp(np.vstack(rest), axis=0).max()
+
+
+def test_no_free_coordinate_skips_the_plot_with_a_note(capsys, tmp_path):
+    png = tmp_path / "g.png"
+    assert run(mechdyn_main, ["modes", "gantry", "--held", "0,1,2", "--plot", str(png)]) == EXIT_PASS
+    out = capsys.readouterr().out
+    assert "no free coordinates" in out and "no plot written" in out and not png.exists()
+
+
+def test_a_plot_whose_loops_do_not_close_exits_1(capsys, tmp_path, monkeypatch):
+    """Planted: close_loops failing inside the plot (a displaced pose off the manifold): exit 1, one line."""
+    def torn(model, q, held=(), tol=1e-12, maxit=50):
+        raise EquilibriumError("loop 'planted' does not close")
+
+    monkeypatch.setattr(plot, "close_loops", torn)
+    assert run(mechdyn_main, ["modes", "fourbar", "--plot", str(tmp_path / "f.png")]) == EXIT_FAIL
+    err = capsys.readouterr().err
+    assert "loop 'planted' does not close" in err and len(err.strip().splitlines()) == 1
+
+
+INVERTED = """gravity 0 0 -9.81
+body stick
+  parent base
+  joint revolute y
+  xtree 0 0 0
+  mass 2
+  cg 0 0 0.5
+  inertia 0.05 0.05 0.01 0 0 0
+end
+"""
+
+
+def test_an_unstable_equilibrium_gets_a_saddle_note(capsys, tmp_path):
+    """An inverted pendulum balanced upright (q0 is an equilibrium): its one mode is unstable, f = √(m g l / I)/2π
+    of its negative stiffness, and the note says so."""
+    path = tmp_path / "inverted.mech"
+    path.write_text(INVERTED)
+    assert run(mechdyn_main, ["modes", str(path)]) == EXIT_PASS
+    out = capsys.readouterr().out
+    rows = table(out)
+    assert len(rows) == 1 and rows[0][3] == "unstable"
+    assert float(rows[0][1]) == float(f"{np.sqrt(2 * 9.81 * 0.5 / (0.05 + 2 * 0.25)) / (2 * np.pi):.6g}")
+    assert "note: 1 of 1 modes unstable" in out and "saddle" in out
+
+
+def test_a_stable_equilibrium_has_no_saddle_note(capsys):
+    assert run(mechdyn_main, ["modes", "threelink"]) == EXIT_PASS
+    assert "unstable" not in capsys.readouterr().out
 
 
 def test_no_equilibrium_exits_1_with_one_line(capsys):

@@ -2,6 +2,7 @@
 fail on a planted bug: the mass matrix taken as the identity, or the stiffness with the wrong sign."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -10,11 +11,13 @@ import scipy.optimize
 
 import mechdyn
 from mechdyn.core.model import Model
+from mechdyn.core.parse import parse
 from mechdyn.linear import Linear, equilibrium, linearize, modes
 from tests.linear.models import TIRE_K, design_origin, quartercar_with_tire
 from tests.linear.planted import rebuilt
 
 ROOT = Path(__file__).resolve().parents[2]
+modes_module = importlib.import_module("mechdyn.linear.modes")  # the package's `modes` is the function
 
 
 def at_equilibrium(dyn: mechdyn.Dynamics, held=()) -> Linear:
@@ -53,7 +56,7 @@ def pendulum_error(lin: Linear) -> float:
             rigid += 1
             continue
         want.append(np.sqrt(b.mass * g_perp * l_perp / (e @ b.inertia @ e + b.mass * l_perp**2)) / (2 * np.pi))
-    if md.rigid.sum() != rigid or len(md) != len(model.bodies):
+    if md.rigid.sum() != rigid or len(md) != len(model.bodies) or md.unstable.any():
         return np.inf
     return max(rel(md.frequency[~md.rigid], np.sort(want)), float(np.max(np.abs(md.damping[~md.rigid]))))
 
@@ -103,6 +106,51 @@ def test_spring_check_catches_an_identity_mass(sliders):
     assert slider_error(wrong_mass(sliders)) > 0.1
 
 
+
+def overdamped_sliders(c: float) -> Linear:
+    """spring_slider with its slider's damper at c: ζ = c / (2 √(k m)) > 1, two real eigenvalues of one coordinate."""
+    text = (ROOT / "tests/data/spring_slider.mech").read_text()
+    assert "  c 6\n" in text
+    return at_equilibrium(mechdyn.load(parse(text.replace("  c 6\n", f"  c {c:g}\n"), name="spring_slider_od")))
+
+
+@pytest.mark.parametrize("c, tol", [(400.0, 1e-9), (3e5, 1e-7)])
+def test_overdamped_slider_is_one_mode_with_the_closed_form_zeta_and_frequency(c, tol):
+    """c = 400: ζ 6.3, eigenvalues -1.0 and -159 paired into one mode, ωn = √(λ1 λ2) = √(k/m), ζ = -(λ1+λ2)/(2 ωn).
+    c = 3e5: the slow eigenvalue -k/c is below the rigid tolerance of the fast one (-c/m) with K nonsingular, and is
+    still the slider's mode, not dropped; its relative accuracy is eps |λ2 / λ1| ~ 1e-8, hence tol."""
+    lin = overdamped_sliders(c)
+    md = modes(lin)
+    assert len(md) == lin.M.shape[0] == 2 and not md.rigid.any() and not md.unstable.any()
+    err = slider_error(lin)
+    print(f"spring_slider, c {c:g}: zeta {md.damping}, worst error (relative f, absolute zeta and q) {err:.2e}")
+    assert err <= tol
+
+
+def test_overdamped_check_catches_an_identity_mass():
+    assert slider_error(wrong_mass(overdamped_sliders(400.0))) > 0.1
+
+
+def test_modes_refuse_real_eigenvalues_left_unpaired(monkeypatch):
+    """Planted: the real eigenvalues not paired (each its own mode, as before): the count check refuses."""
+    lin = overdamped_sliders(400.0)
+    monkeypatch.setattr(modes_module, "_pair_reals", lambda idx, U, M: [])
+    with pytest.raises(ValueError, match="one mode per free coordinate"):
+        modes(lin)
+
+
+def test_a_damped_rigid_mode_is_one_mode_with_its_decay():
+    """spring_slider with the slider's spring at k = 0: the slider is free but damped, eigenvalues 0 and -c/m, one
+    rigid-body mode carrying both; the bob's mode stays as it was (count = the two free coordinates)."""
+    text = (ROOT / "tests/data/spring_slider.mech").read_text()
+    assert "  k 400\n" in text
+    lin = at_equilibrium(mechdyn.load(parse(text.replace("  k 400\n", "  k 0\n"), name="spring_slider_free")))
+    md = modes(lin)
+    slider = lin.model.bodies[0]
+    c = lin.model.tsdas[0].c
+    assert len(md) == 2 and md.rigid.tolist() == [True, False] and not md.unstable.any()
+    assert abs(md.pairs[0, 1].real + c / slider.mass) <= 1e-12 * c / slider.mass and md.pairs[0, 0] == 0
+
 # -- springpend: pend2 on its rsda, (k + m g l cos q*) / I; pend1 on its tsda, V''(q*) / I ------------
 @pytest.fixture(scope="module")
 def springpend() -> Linear:
@@ -144,7 +192,7 @@ def springpend_error(lin: Linear) -> float:
     K1 = b1.mass * g * l1 * np.cos(q1) + ts.k * L1**2 + ts.k * (L - ts.l0) * L2
     want = sorted([(np.sqrt(K1 / I1), ts.c * L1**2 / (2 * np.sqrt(K1 * I1))),
                    (np.sqrt(K2 / I2), rs.c / (2 * np.sqrt(K2 * I2)))])
-    if len(md) != 2 or md.rigid.any():
+    if len(md) != 2 or md.rigid.any() or md.unstable.any():  # stable closed forms
         return np.inf
     return max(rel(md.frequency, [w / (2 * np.pi) for w, _ in want]),
                float(np.max(np.abs(md.damping - [z for _, z in want]))), float(np.max(np.abs(lin.q - [q1, q2]))))
@@ -200,7 +248,7 @@ def fourbar_error(lin: Linear) -> float:
     J = (crank.inertia[1, 1] + crank.mass * crank.cg @ crank.cg + coupler.mass * b @ b + rocker.inertia[1, 1]
          + rocker.mass * np.sum((rocker.cg + b + Lv - D) ** 2))
     K, C = d2(V, qs), ts.c * d1(spring, qs) ** 2
-    if len(md) != 1 or md.rigid.any():
+    if len(md) != 1 or md.rigid.any() or md.unstable.any():  # stable closed forms
         return np.inf
     f_want, z_want = np.sqrt(K / J) / (2 * np.pi), C / (2 * np.sqrt(K * J))
     q_want = np.array([qs, -qs, qs])
@@ -281,7 +329,7 @@ QC_TOL_F, QC_TOL_ZETA = 0.08, 0.15  # the neglected terms of quarter_car's docst
 
 def quartercar_error(lin: Linear) -> tuple[float, float]:
     md = modes(lin)
-    if len(md) != 2 or md.rigid.any():
+    if len(md) != 2 or md.rigid.any() or md.unstable.any():  # stable closed forms
         return np.inf, np.inf
     f, z = quarter_car(lin.model)
     return rel(md.frequency, f), rel(md.damping, z)

@@ -55,8 +55,13 @@ def test_stiffness_is_symmetric_at_a_conservative_equilibrium(name):
     assert asymmetry(lin.K) <= 1e-12
 
 
-def test_symmetry_check_catches_a_stiffness_without_the_mass_matrix():
-    """Planted: K = -dq (the H of K = -H dq dropped)."""
+def test_symmetry_check_catches_a_stiffness_without_the_mass_matrix(monkeypatch):
+    """Planted inside linearize: the derivatives' dtau replaced by the identity, so linearize's K = -H dq loses
+    its H (K = -dq) and the check sees the asymmetry."""
     dyn = mechdyn.load("threelink")
-    lin = linearize(dyn, equilibrium(dyn, dyn.model.q0()), np.zeros(dyn.nv))
-    assert asymmetry(-lin.derivatives.dq) > 0.1
+    q = equilibrium(dyn, dyn.model.q0())
+    real = dyn.derivatives
+    monkeypatch.setattr(dyn, "derivatives", lambda *a, **k: real(*a, **k)._replace(dtau=np.eye(dyn.nv)))
+    lin = linearize(dyn, q, np.zeros(dyn.nv))
+    assert np.array_equal(lin.K, -lin.derivatives.dq)  # the plant reached K
+    assert asymmetry(lin.K) > 0.1

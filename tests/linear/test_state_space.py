@@ -185,7 +185,8 @@ def test_quartercar_reduced_system_matches_finite_differences_on_the_manifold(qu
     """Loops, a floating wheel and a held post: the reduced Ar against motion along the closure manifold."""
     dyn, lin = quartercar_held
     assert lin.held == held_slots(dyn.model, ["post"]) and lin.M.shape == (1, 1)
-    assert lin.q[dyn.model.qidx[dyn.model.body_index("post")]] == dyn.model.q0()[dyn.model.qidx[-1]]
+    post = dyn.model.qidx[dyn.model.body_index("post")]
+    assert lin.q[post] == dyn.model.q0()[post]  # held: the post's coordinate stays at q0's
     err, err_b = reduced_error(dyn, lin, lin.Ar), reduced_input_error(dyn, lin, lin.Br)
     print(f"quartercar, post held: reduced Ar {err:.1e}, Br {err_b:.1e} relative")
     assert err <= FD_TOL and err_b <= FD_TOL
@@ -240,3 +241,22 @@ def test_held_slots_reject_unknown_names(satellite):
     with pytest.raises(ValueError, match="out of range"):
         held_slots(satellite.model, [99])
     assert held_slots(satellite.model, ["bus", 7]) == (0, 1, 2, 3, 4, 5, 7)
+
+
+def test_holding_slots_the_loops_already_fix_is_refused(fourbar):
+    """fourbar has one free coordinate: holding two of its three slots leaves dtau's held block (of the rank-1
+    constrained inverse) singular to round-off, which an exact-singularity test lets through as noise."""
+    with pytest.raises(ValueError, match=r"held slots \[0, 1\].*condition number"):
+        linearize(fourbar, fourbar.model.q0(), np.zeros(fourbar.nv), held=[0, 1])
+    D = fourbar.derivatives(fourbar.model.q0(), np.zeros(fourbar.nv), np.zeros(fourbar.nv))
+    assert np.linalg.cond(D.dtau[:2, :2]) > 1e12
+
+
+def test_inputs_after_tau_are_keyword_only(fourbar):
+    """forward/derivatives take (tau, fext, act), linearize and equilibrium used (tau, act, fext): no order to
+    confuse now."""
+    q, zero = fourbar.model.q0(), np.zeros(fourbar.nv)
+    with pytest.raises(TypeError):
+        linearize(fourbar, q, zero, zero, None)
+    with pytest.raises(TypeError):
+        equilibrium(fourbar, q, ())
