@@ -664,7 +664,7 @@ def parser() -> argparse.ArgumentParser:
                             "modes have no frequency. A note says how many modes are unstable (a saddle, not a "
                             "stable rest pose); --plot is skipped with a note when no coordinate is free. A floating "
                             "body's coordinates are name.rx/ry/rz (rotation about its own axes) and name.x/y/z. "
-                            "Derivatives compile on first use (seconds for small models, a minute for halfcar). "
+                            "Derivatives compile on first use (seconds for small models, minutes for the whole vehicles). "
                             "Exit status 1 if no equilibrium is found or the plot's displaced poses do not close.",)),
                         epilog="examples:\n  mechdyn modes springpend\n"
                         "  mechdyn modes quartercar --held post --plot quartercar-modes.png\n"
