@@ -13,7 +13,7 @@ from mechdyn.core.integrate import retract  # noqa: E402
 from mechdyn.core.model import BASE, Model  # noqa: E402
 from mechdyn.dynamics import Dynamics  # noqa: E402
 
-from .equilibrium import close_loops  # noqa: E402
+from .equilibrium import EquilibriumError, close_loops  # noqa: E402
 from .modes import Modes  # noqa: E402
 
 AMPLITUDE = 0.12  # the largest point's displacement drawn, as a fraction of the mechanism's size
@@ -105,6 +105,21 @@ def _draw(ax, d: dict[str, list[np.ndarray]], P: np.ndarray, color: str, width: 
         ax.plot(xy[:, 0], xy[:, 1], "-", color="tab:green", lw=0.6 * width, alpha=alpha)
 
 
+HALVINGS = 6  # a drawn displacement the loops cannot close onto is halved up to this many times
+
+
+def _displaced(model: Model, lin, shape: np.ndarray) -> tuple[list[np.ndarray], float]:
+    """The poses displaced by −shape and +shape with the loops re-closed, and the fraction of the shape drawn: a
+    vehicle's suspension cannot follow a large displacement, so it is halved until the loops close."""
+    scale = 1.0
+    for _ in range(HALVINGS):
+        try:
+            return [close_loops(model, retract(model, lin.q, sign * scale * shape), lin.held) for sign in (-1, 1)], scale
+        except EquilibriumError:
+            scale /= 2
+    return [close_loops(model, retract(model, lin.q, sign * scale * shape), lin.held) for sign in (-1, 1)], scale
+
+
 def plot_modes(dyn: Dynamics, md: Modes, path: Path, title: str | None = None) -> Path:
     """Draw every mode of md into the PNG `path`: the bodies (spokes from each joint to its children's joints,
     loop anchors and points of interest) at equilibrium in grey, and displaced both ways along the mode in
@@ -140,9 +155,9 @@ def plot_modes(dyn: Dynamics, md: Modes, path: Path, title: str | None = None) -
         if i >= k:
             ax.axis("off")
             continue
-        for sign, style, alpha in ((-1, "--", 0.6), (1, "-", 1.0)):
-            q = close_loops(model, retract(model, lin.q, sign * shapes[i]), lin.held)
-            _draw(ax, drawing.at(q), P, "tab:red" if sign > 0 else "tab:blue", 1.8, style, alpha)
+        poses, scale = _displaced(model, lin, shapes[i])
+        for q, style, alpha, color in zip(poses, ("--", "-"), (0.6, 1.0), ("tab:blue", "tab:red")):
+            _draw(ax, drawing.at(q), P, color, 1.8, style, alpha)
         _draw(ax, rest, P, "0.55", 1.2)
         for g in rest["ground"]:
             xy = P @ g
@@ -152,7 +167,7 @@ def plot_modes(dyn: Dynamics, md: Modes, path: Path, title: str | None = None) -
             ax.plot(xy[0], xy[1], "s", color="k", ms=6)
         zeta = md.damping[i] if abs(md.damping[i]) >= 1e-9 else 0.0  # an undamped mode's round-off
         f = "rigid-body mode" if md.rigid[i] else f"{md.frequency[i]:.3g} Hz, ζ = {zeta:.3g}"
-        ax.set_title(f"mode {i + 1}: {f}", fontsize=9)
+        ax.set_title(f"mode {i + 1}: {f}" + (f" (drawn at 1/{round(1 / scale)})" if scale < 1 else ""), fontsize=9)
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
         ax.set_aspect("equal")

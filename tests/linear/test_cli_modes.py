@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import numpy as np
+import pytest
 
 import mechdyn
 from mechdyn.cli import parser as mechdyn_main
@@ -116,3 +117,26 @@ def test_no_equilibrium_exits_1_with_one_line(capsys):
 def test_unknown_held_body_exits_2(capsys):
     assert run(mechdyn_main, ["modes", "springpend", "--held", "pend3"]) == EXIT_INPUT
     assert "no body named 'pend3'" in capsys.readouterr().err
+
+
+def test_a_displacement_the_loops_cannot_follow_is_drawn_smaller(monkeypatch):
+    """A drawn pose the loops cannot close onto (a vehicle's suspension displaced too far) is retried at half the
+    displacement until they close, and the fraction is reported; past plot.HALVINGS it fails as before."""
+    dyn = mechdyn.load("fourbar")
+    lin = linearize(dyn, dyn.model.q0(), np.zeros(dyn.nv))
+    real = plot.close_loops
+
+    def reach(limit):
+        def closing(model, q, held=(), **kw):
+            if np.max(np.abs(q - lin.q)) > limit:
+                raise EquilibriumError("planted: too far to close")
+            return real(model, q, held, **kw)
+        return closing
+
+    shape = np.full(dyn.nv, 0.1)
+    monkeypatch.setattr(plot, "close_loops", reach(0.03))
+    poses, scale = plot._displaced(dyn.model, lin, shape)
+    assert scale == 0.25 and len(poses) == 2
+    monkeypatch.setattr(plot, "close_loops", reach(1e-9))
+    with pytest.raises(EquilibriumError, match="too far"):
+        plot._displaced(dyn.model, lin, shape)
