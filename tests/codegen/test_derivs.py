@@ -1,0 +1,288 @@
+"""The generated derivatives (fwd_dyn_derivs) against differences of the generated fwd_dyn, on every model they
+accept.
+
+Two references, both of `dyn.forward` alone (the derivatives module shares its generator but not its C):
+- central differences at h = 1e-6 (scaled by each input's size), along the tangent for q (core.integrate.retract);
+- Ridders' extrapolation of central differences (a Neville tableau of steps shrinking by CON from H0, the entry
+  with the smallest error estimate kept), which cancels the truncation error to high order with steps large
+  enough that rounding stays small.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import mechdyn
+from crosscheck.dense.crba import mass_matrix
+from crosscheck.dense.loops import loop_system
+from mechdyn.codegen.derivs import MAX_NV
+from mechdyn.core.integrate import retract
+from mechdyn.core.loops import closure
+from mechdyn.core.model import Model
+from mechdyn.core.parse import load_model
+from mechdyn.core.sample import scaled_error, states
+from mechdyn.dynamics import Derivatives, Dynamics
+from tests.conftest import MODELS
+
+BLOCKS = ("dq", "dqd", "dtau", "dact", "dfext")
+Input = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # q, qd, tau, fext, act
+H_CENTRAL = 1e-6  # the central difference's step, times each input's scale
+H0, CON, NTAB = 0.1, 1.4, 10  # Ridders: the first step (times the scale), its shrink factor, the tableau's size
+
+
+def sample(model: Model, n: int, seed: int = 22) -> list[Input]:
+    """n seeded states: random for a tree, near the closure manifold (a walk on it, torn by 1e-4) for loops."""
+    return [(s.q, s.qd, s.tau, s.fext, s.act) for s in states(model, n, seed)]
+
+
+def columns(dyn: Dynamics, x: Input) -> Iterator[tuple[str, int, float, Callable[[float], Input]]]:
+    """Each derivative column: its block, its index in the block (dfext flattened over (nbody, 6)), the scale of its
+    input, and the input moved by t along it. dfext: only the bodies that read fext (the others' columns are 0)."""
+    q, qd, tau, fext, act = x
+    m = dyn.model
+    for j in range(m.nv):
+        yield "dq", j, 1.0, lambda t, j=j: (retract(m, q, t * np.eye(m.nv)[j]), qd, tau, fext, act)
+    for j in range(m.nv):
+        yield "dqd", j, max(1.0, abs(qd[j])), lambda t, j=j: (q, qd + t * np.eye(m.nv)[j], tau, fext, act)
+    for j in range(m.nv):
+        yield "dtau", j, max(1.0, abs(tau[j])), lambda t, j=j: (q, qd, tau + t * np.eye(m.nv)[j], fext, act)
+    for k in range(m.nact):
+        yield "dact", k, max(1.0, abs(act[k])), lambda t, k=k: (q, qd, tau, fext, act + t * np.eye(m.nact)[k])
+    for i, b in enumerate(m.bodies):
+        for c in range(6) if b.fext else ():
+            def moved(t: float, i: int = i, c: int = c) -> Input:
+                f = fext.copy()
+                f[i, c] += t
+                return q, qd, tau, f, act
+            yield "dfext", 6 * i + c, max(1.0, abs(fext[i, c])), moved
+
+
+def _forward(dyn: Dynamics, xs: list[Input]) -> np.ndarray:
+    Q, QD, TAU, F, A = (np.array([x[k] for x in xs]) for k in range(5))
+    return dyn.forward_batch(Q, QD, TAU, F, A.reshape(len(xs), dyn.nact))
+
+
+def _shapes(dyn: Dynamics) -> dict[str, tuple[int, int]]:
+    return {"dq": (dyn.nv, dyn.nv), "dqd": (dyn.nv, dyn.nv), "dtau": (dyn.nv, dyn.nv), "dact": (dyn.nv, dyn.nact),
+            "dfext": (dyn.nv, 6 * dyn.nbody)}
+
+
+Evaluate = Callable[[list[Input]], np.ndarray]  # inputs -> one output row each
+
+
+def _differences(evaluate: Evaluate, cols: list, steps: list[float]) -> np.ndarray:
+    """(len(steps), ncols, m): the central difference of evaluate along each column at each step (times its
+    scale)."""
+    xs = [move(s * h * scale) for h in steps for _, _, scale, move in cols for s in (1.0, -1.0)]
+    f = np.asarray(evaluate(xs)).reshape(len(steps), len(cols), 2, -1)
+    scales = np.array([scale for *_, scale, _ in cols])
+    return (f[:, :, 0] - f[:, :, 1]) / (2 * np.array(steps)[:, None, None] * scales[None, :, None])
+
+
+def extrapolated(evaluate: Evaluate, cols: list, h0: float = H0, con: float = CON,
+                 ntab: int = NTAB) -> tuple[np.ndarray, np.ndarray]:
+    """(ncols, m) derivatives by Ridders' extrapolation of central differences, and (ncols,) the tableau's own
+    error estimate of each (the largest over its m outputs)."""
+    d = _differences(evaluate, cols, [h0 / con**i for i in range(ntab)])
+    a = [[d[i]] for i in range(ntab)]  # a[i][j]: step i, extrapolated j times
+    best, err = d[0].copy(), np.full(len(cols), np.inf)
+    for i in range(1, ntab):
+        fac = con**2
+        for j in range(1, i + 1):
+            a[i].append((a[i][j - 1] * fac - a[i - 1][j - 1]) / (fac - 1.0))
+            fac *= con**2
+            e = np.maximum(np.abs(a[i][j] - a[i][j - 1]).max(axis=1), np.abs(a[i][j] - a[i - 1][j - 1]).max(axis=1))
+            better = e <= err
+            err[better], best[better] = e[better], a[i][j][better]
+    return best, err
+
+
+def _assemble(dyn: Dynamics, cols: list, d: np.ndarray) -> dict[str, np.ndarray]:
+    """Column estimates d (ncols, nv) into the blocks' matrices, columns not estimated left NaN."""
+    out = {k: np.full(s, np.nan) for k, s in _shapes(dyn).items()}
+    for (block, j, _, _), v in zip(cols, d):
+        out[block][:, j] = v
+    return out
+
+
+def central(dyn: Dynamics, x: Input, h: float = H_CENTRAL) -> dict[str, np.ndarray]:
+    """Every block by central differences of fwd_dyn at step h (times each input's scale)."""
+    cols = list(columns(dyn, x))
+    return _assemble(dyn, cols, _differences(lambda xs: _forward(dyn, xs), cols, [h])[0])
+
+
+def ridders(dyn: Dynamics, x: Input) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Every block by Ridders' extrapolation of fwd_dyn's central differences, and each block's error estimate
+    (unscaled)."""
+    cols = list(columns(dyn, x))
+    best, err = extrapolated(lambda xs: _forward(dyn, xs), cols)
+    est = {k: 0.0 for k in BLOCKS}
+    for (block, *_), e in zip(cols, err):
+        est[block] = max(est[block], float(e))
+    return _assemble(dyn, cols, best), est
+
+
+def block_errors(D: Derivatives, ref: dict[str, np.ndarray]) -> dict[str, float]:
+    """Per block, the largest |D − ref| over the columns ref estimates, each row i scaled by
+    max(1, |qdd[i]|, max |ref row i|): a difference of fwd_dyn rounds in proportion to qdd itself (ε |qdd| / h), so
+    a row with a large qdd is resolved only to that. A block with no estimated column: 0."""
+    out = {}
+    for k in BLOCKS:
+        got, want = getattr(D, k).reshape(ref[k].shape), ref[k]
+        mask = ~np.isnan(want)
+        if not mask.any():
+            out[k] = 0.0
+            continue
+        size = np.maximum(np.maximum(1.0, np.abs(D.qdd)), np.max(np.abs(np.where(mask, want, 0.0)), axis=1))
+        out[k] = float(np.max(np.where(mask, np.abs(got - want), 0.0) / size[:, None]))
+    return out
+
+
+# -- the models ----------------------------------------------------------------------------------------------------
+ACCEPTED = [m for m in MODELS if load_model(m).nv <= MAX_NV]
+# derivative modules whose first build takes minutes (measured: docs/d22fd-section.md): built only when asked for
+LONG_BUILD = {"halfcar", "hmmwv", "hmmwv_pitman", "track_min"}
+ALL_DERIVS = "MECHDYN_TEST_ALL_DERIVATIVES"  # "1": check the long-build models too
+NSTATES = 3
+_built: dict[str, Dynamics] = {}
+
+
+def derivs(name: str) -> Dynamics:
+    """The model's dynamics with its derivatives module built, once per worker (through the cache)."""
+    if name in LONG_BUILD and os.environ.get(ALL_DERIVS) != "1":
+        pytest.skip(f"{name}: its derivatives module takes minutes to compile on first use; set {ALL_DERIVS}=1 to "
+                    "check it")
+    if name not in _built:
+        dyn = mechdyn.load(name)
+        dyn.derivatives_lib
+        _built[name] = dyn
+    return _built[name]
+
+
+@pytest.fixture(params=ACCEPTED)
+def name(request) -> str:
+    return request.param
+
+
+@pytest.fixture(params=[m for m in ACCEPTED if load_model(m).loops])
+def loop_name(request) -> str:
+    return request.param
+
+
+# -- the checks (each a figure, so the planted bugs below run the same code) ---------------------------------------
+CENTRAL_TOL = 1e-6  # central differences at h = 1e-6: rounding ε |qdd| κ / h ≈ 2e-10 κ, truncation h² |f'''| / 6
+RIDDERS_TOL = 1e-9  # the extrapolated differences: truncation cancelled, rounding ε |qdd| κ / (h0 / CON^NTAB)
+QDD_TOL = 1e-13  # fwd_dyn_derivs' qdd against fwd_dyn's: the same expressions, differently scheduled
+INVERSE_TOL = 1e-11  # dtau against the dense reference's H⁻¹ or N (Nᵀ H N)⁻¹ Nᵀ: rounding ε κ(H), κ up to ~1e5
+SYMMETRY_TOL = 1e-13  # dtau's asymmetry, relative: each column solved apart, so they round differently
+CONSTRAINT_TOL = 1e-9  # the differentiated constraint, against Ridders' differences of the dense reference
+
+
+def difference_errors(dyn: Dynamics, xs: list[Input], ref: Callable) -> dict[str, float]:
+    """Per block, the worst block_errors over the states, against ref(dyn, x)."""
+    worst = {k: 0.0 for k in BLOCKS}
+    for x in xs:
+        got = ref(dyn, x)
+        errs = block_errors(dyn.derivatives(*x), got[0] if isinstance(got, tuple) else got)
+        worst = {k: max(worst[k], errs[k]) for k in BLOCKS}
+    return worst
+
+
+def figures(errs: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.1e}" for k, v in errs.items())
+
+
+def qdd_and_batch_errors(dyn: Dynamics, xs: list[Input], single: list[Derivatives],
+                         batch: Derivatives) -> tuple[float, int]:
+    """qdd of each single call against fwd_dyn's (scaled), and the number of batch entries not bitwise equal to
+    the single calls'."""
+    qdd = max(scaled_error(D.qdd, dyn.forward(*x)) for D, x in zip(single, xs))
+    unequal = sum(int(np.count_nonzero(np.asarray(getattr(batch, k)[i]).view(np.uint64)
+                                       != np.asarray(getattr(D, k)).view(np.uint64)))
+                  for i, D in enumerate(single) for k in ("qdd", *BLOCKS))
+    return qdd, unequal
+
+
+def inverse_errors(dyn: Dynamics, x: Input, D: Derivatives) -> tuple[float, float, float]:
+    """dtau's asymmetry (relative), its distance from the dense reference's constrained inverse (scaled), and
+    (loops) max |K dtau| relative to |K| |dtau|, K the loop Jacobian of mechdyn.core.loops at q."""
+    m, T = dyn.model, D.dtau
+    asym = float(np.max(np.abs(T - T.T)) / np.max(np.abs(T)))
+    H = mass_matrix(m, x[0])
+    if not m.loops:
+        return asym, scaled_error(T, np.linalg.inv(H)), 0.0
+    K = closure(m, x[0])[1]
+    N = scipy.linalg.null_space(K)
+    ref = N @ np.linalg.solve(N.T @ H @ N, N.T)
+    return asym, scaled_error(T, ref), float(np.max(np.abs(K @ T)) / (np.max(np.abs(K)) * np.max(np.abs(T))))
+
+
+def constraint_error(dyn: Dynamics, x: Input, D: Derivatives) -> float:
+    """K qdd = k holds at every (q, qd), so K ∂qdd/∂x = −∂(K a − k)/∂x with a = qdd held: the residual, scaled by
+    max(1, |K D|, |∂(K a − k)|), over the dq and dqd columns (k reads neither tau, act nor fext: K times those
+    blocks is checked to be 0). K, k from crosscheck.dense.loops (Baumgarte terms included), ∂ by Ridders."""
+    m, a = dyn.model, D.qdd
+
+    def r(xs: list[Input]) -> np.ndarray:
+        out = []
+        for q, qd, *_ in xs:
+            K, k, _ = loop_system(m, q, qd)
+            out.append(K @ a - k)
+        return np.array(out)
+
+    cols = [c for c in columns(dyn, x) if c[0] in ("dq", "dqd")]
+    dr, _ = extrapolated(r, cols)
+    K = loop_system(m, x[0], x[1])[0]
+    KD = K @ np.hstack([D.dq, D.dqd])
+    err = np.abs(KD + dr.T).max() / max(1.0, np.abs(KD).max(), np.abs(dr).max())
+    rest = np.hstack([D.dtau, D.dact, D.dfext.reshape(dyn.nv, -1)])
+    return float(max(err, np.abs(K @ rest).max() / max(1.0, np.abs(K).max() * np.abs(rest).max())))
+
+
+# -- the gates -----------------------------------------------------------------------------------------------------
+def test_blocks_match_central_differences(name):
+    dyn = derivs(name)
+    errs = difference_errors(dyn, sample(dyn.model, NSTATES), central)
+    print(f"\n{name}: derivatives vs central differences (h {H_CENTRAL:g}), worst of {NSTATES} states: {figures(errs)}")
+    assert max(errs.values()) <= CENTRAL_TOL, figures(errs)
+
+
+def test_blocks_match_extrapolated_differences(name):
+    dyn = derivs(name)
+    errs = difference_errors(dyn, sample(dyn.model, NSTATES), ridders)
+    print(f"\n{name}: derivatives vs Ridders' differences, worst of {NSTATES} states: {figures(errs)}")
+    assert max(errs.values()) <= RIDDERS_TOL, figures(errs)
+
+
+def test_qdd_is_fwd_dyn_s_and_the_batch_is_the_single_calls(name):
+    dyn = derivs(name)
+    xs = sample(dyn.model, NSTATES)
+    single = [dyn.derivatives(*x) for x in xs]
+    Q, QD, TAU, F, A = (np.array([x[k] for x in xs]) for k in range(5))
+    qdd, unequal = qdd_and_batch_errors(dyn, xs, single, dyn.derivatives_batch(Q, QD, TAU, F, A))
+    print(f"\n{name}: qdd vs fwd_dyn {qdd:.1e}; batch entries differing from single calls: {unequal}")
+    assert qdd <= QDD_TOL and unequal == 0
+
+
+def test_dtau_is_the_constrained_inverse_and_unread_fext_columns_are_zero(name):
+    dyn = derivs(name)
+    worst = np.zeros(3)
+    for x in sample(dyn.model, NSTATES):
+        D = dyn.derivatives(*x)
+        worst = np.maximum(worst, inverse_errors(dyn, x, D))
+        unread = [i for i, b in enumerate(dyn.model.bodies) if not b.fext]
+        assert not np.any(D.dfext[:, unread, :]), "dfext has entries for bodies that do not read fext"
+    print(f"\n{name}: dtau asymmetry {worst[0]:.1e}, vs the dense constrained inverse {worst[1]:.1e}, "
+          f"K dtau {worst[2]:.1e}")
+    assert worst[0] <= SYMMETRY_TOL and worst[1] <= INVERSE_TOL and worst[2] <= SYMMETRY_TOL, worst
+
+
+def test_loop_derivatives_satisfy_the_differentiated_constraint(loop_name):
+    dyn = derivs(loop_name)
+    err = max(constraint_error(dyn, x, dyn.derivatives(*x)) for x in sample(dyn.model, NSTATES))
+    print(f"\n{loop_name}: K ∂qdd/∂x + ∂(K qdd − k)/∂x, worst {err:.1e}")
+    assert err <= CONSTRAINT_TOL
