@@ -17,14 +17,19 @@ import pytest
 import scipy.linalg
 
 import mechdyn
+from crosscheck import golden
 from crosscheck.dense.crba import mass_matrix
 from crosscheck.dense.loops import loop_system
+from mechdyn.codegen import derivs as derivs_module
+from mechdyn.codegen import kkt, tangent
 from mechdyn.codegen.derivs import MAX_NV
-from mechdyn.core.integrate import retract
+from mechdyn.codegen.expr import Builder
+from mechdyn.core.integrate import quat_mul, retract
 from mechdyn.core.loops import closure
 from mechdyn.core.model import Model
 from mechdyn.core.parse import load_model
 from mechdyn.core.sample import scaled_error, states
+from mechdyn.core.spatial import quat_to_R
 from mechdyn.dynamics import Derivatives, Dynamics
 from tests.conftest import MODELS
 
@@ -144,18 +149,15 @@ def block_errors(D: Derivatives, ref: dict[str, np.ndarray]) -> dict[str, float]
 
 # -- the models ----------------------------------------------------------------------------------------------------
 ACCEPTED = [m for m in MODELS if load_model(m).nv <= MAX_NV]
-# derivative modules whose first build takes minutes (measured: docs/d22fd-section.md): built only when asked for
-LONG_BUILD = {"halfcar", "hmmwv", "hmmwv_pitman", "track_min"}
-ALL_DERIVS = "MECHDYN_TEST_ALL_DERIVATIVES"  # "1": check the long-build models too
 NSTATES = 3
 _built: dict[str, Dynamics] = {}
 
 
 def derivs(name: str) -> Dynamics:
     """The model's dynamics with its derivatives module built, once per worker (through the cache)."""
-    if name in LONG_BUILD and os.environ.get(ALL_DERIVS) != "1":
-        pytest.skip(f"{name}: its derivatives module takes minutes to compile on first use; set {ALL_DERIVS}=1 to "
-                    "check it")
+    if name in golden.LONG_BUILD and os.environ.get(golden.ALL_DERIVATIVES) != "1":
+        pytest.skip(f"{name}: its derivatives module takes minutes to compile on first use; set "
+                    f"{golden.ALL_DERIVATIVES}=1 to check it")
     if name not in _built:
         dyn = mechdyn.load(name)
         dyn.derivatives_lib
@@ -286,3 +288,208 @@ def test_loop_derivatives_satisfy_the_differentiated_constraint(loop_name):
     err = max(constraint_error(dyn, x, dyn.derivatives(*x)) for x in sample(dyn.model, NSTATES))
     print(f"\n{loop_name}: K ∂qdd/∂x + ∂(K qdd − k)/∂x, worst {err:.1e}")
     assert err <= CONSTRAINT_TOL
+
+
+# -- the floating body's convention ---------------------------------------------------------------------------------
+def test_floating_body_dq_is_along_the_group_not_through_the_quaternion_numbers():
+    """satellite's bus: dq's six columns are the derivatives along Q ⊗ exp(δφ/2), r + R(Q) δp (body axes). By the
+    chain rule they are J T with J the derivative through the seven numbers (Q renormalized: fwd_dyn refuses a
+    quaternion off unit norm, so the raw numbers cannot be differenced at all) and T = [½ Q ⊗ (0, e_k) | R];
+    taking the quaternion's vector part and r (base axes) as coordinates instead is far from dq."""
+    dyn = derivs("satellite")
+    m = dyn.model
+    i = next(i for i, b in enumerate(m.bodies) if b.joint == "floating")
+    iq, iv = m.qidx[i], m.vidx[i]
+    x = sample(m, 1)[0]
+    q, D = x[0], dyn.derivatives(*x)
+
+    def moved(k: int) -> Callable[[float], Input]:
+        def at(t: float) -> Input:
+            p = q.copy()
+            p[iq + k] += t
+            p[iq : iq + 4] /= np.linalg.norm(p[iq : iq + 4])
+            return (p, *x[1:])
+        return at
+
+    J, _ = extrapolated(lambda xs: _forward(dyn, xs), [("q7", k, 1.0, moved(k)) for k in range(7)])
+    J = J.T  # (nv, 7): ∂qdd/∂(Qw, Qx, Qy, Qz, rx, ry, rz)
+    Q = q[iq : iq + 4]
+    T = np.column_stack([0.5 * quat_mul(Q, np.concatenate([[0.0], e])) for e in np.eye(3)])
+    on_group = np.hstack([J[:, :4] @ T, J[:, 4:] @ quat_to_R(Q)])
+    numbers = J[:, [1, 2, 3, 4, 5, 6]]
+    err, off = scaled_error(D.dq[:, iv : iv + 6], on_group), scaled_error(D.dq[:, iv : iv + 6], numbers)
+    print(f"\nsatellite: dq's bus columns vs the group's chain rule {err:.1e}; vs the quaternion numbers {off:.2f}")
+    assert err <= RIDDERS_TOL and off > 0.1
+    raw = q.copy()
+    raw[iq + 1] += H_CENTRAL
+    with pytest.raises(ValueError, match="expected a unit quaternion"):
+        dyn.forward(raw, *x[1:])
+
+
+# -- planted bugs: each check above fails on a generator with a bug in the derivatives -----------------------------
+def _planted(name: str) -> Dynamics:
+    """The model built afresh (the fresh_cache fixture's private cache), with whatever the test has planted."""
+    dyn = mechdyn.load(name)
+    dyn.derivatives_lib
+    return dyn
+
+
+def test_planted_product_rule_without_its_second_term_is_caught(fresh_cache, monkeypatch):
+    """(x y)' = x' y + x y' with the x y' term dropped, in tangent.derivatives: both difference checks fail."""
+    current: dict[str, str] = {}
+    real_tape, real_combine = Builder.tape, tangent.combine
+
+    def tape(self, roots):
+        for name, op, args in real_tape(self, roots):
+            current["op"] = op  # the rule being applied when combine is next called
+            yield name, op, args
+
+    monkeypatch.setattr(Builder, "tape", tape)
+    monkeypatch.setattr(tangent, "combine", lambda b, terms: real_combine(b, terms[:1] if current.get("op") == "*"
+                                                                           else terms))
+    dyn = _planted("elbow")
+    xs = sample(dyn.model, 1)
+    c, r = difference_errors(dyn, xs, central), difference_errors(dyn, xs, ridders)
+    print(f"\nplanted product rule: vs central {figures(c)}; vs Ridders {figures(r)}")
+    assert max(c.values()) > CENTRAL_TOL and max(r.values()) > RIDDERS_TOL
+
+
+def test_planted_floating_translation_seeded_in_base_axes_is_caught(fresh_cache, monkeypatch):
+    """A floating body's δp seeded as r + δp (base axes) instead of r + R(Q) δp: dq fails both difference checks
+    (the other blocks do not read the seed)."""
+    real = derivs_module.seeds
+
+    def seeds(b, model):
+        out = real(b, model)
+        for bd, qi, vi in zip(model.bodies, model.qidx, model.vidx):
+            if bd.joint == "floating":
+                for k in range(3):
+                    out[f"q[{qi + 4 + k}]"] = {("q", vi + 3 + k): 1.0}
+        return out
+
+    monkeypatch.setattr(derivs_module, "seeds", seeds)
+    dyn = _planted("satellite")
+    xs = sample(dyn.model, 1)
+    c, r = difference_errors(dyn, xs, central), difference_errors(dyn, xs, ridders)
+    print(f"\nplanted base-axes δp: vs central {figures(c)}; vs Ridders {figures(r)}")
+    assert c["dq"] > CENTRAL_TOL and r["dq"] > RIDDERS_TOL
+    assert max(c["dqd"], c["dtau"], c["dfext"]) <= CENTRAL_TOL
+
+
+def test_planted_loop_rows_left_undifferentiated_are_caught(fresh_cache, monkeypatch):
+    """The loop rows' residuals g = K qdd − k taken as constant (their derivatives dropped): the differentiated
+    constraint and the differences fail."""
+    real = derivs_module.derivatives
+    nv = load_model("fourbar").nv
+    monkeypatch.setattr(derivs_module, "derivatives",
+                        lambda b, roots, seed: [*real(b, roots, seed)[:nv], *({} for _ in roots[nv:])])
+    dyn = _planted("fourbar")
+    x = sample(dyn.model, 1)[0]
+    err, c = constraint_error(dyn, x, dyn.derivatives(*x)), difference_errors(dyn, [x], central)
+    print(f"\nplanted undifferentiated loop rows: constraint {err:.1e}; vs central {figures(c)}")
+    assert err > CONSTRAINT_TOL and max(c.values()) > CENTRAL_TOL
+
+
+def test_planted_constraint_right_hand_side_in_the_tau_columns_is_caught(fresh_cache, monkeypatch):
+    """The tau columns solved with k = 1 on every loop row instead of 0 (∂k/∂tau = 0): dtau leaves null(K) and
+    the dense constrained inverse."""
+    real = kkt.kkt_solve
+
+    def kkt_solve(b, H, rows, rhs, order, **kw):
+        if all(isinstance(v, float) for v in rhs):  # a tau column: the unit right-hand sides
+            rows = [(K, 1.0) for K, _ in rows]
+        return real(b, H, rows, rhs, order, **kw)
+
+    monkeypatch.setattr(kkt, "kkt_solve", kkt_solve)
+    dyn = _planted("fourbar")
+    x = sample(dyn.model, 1)[0]
+    asym, inverse, null = inverse_errors(dyn, x, dyn.derivatives(*x))
+    print(f"\nplanted tau-column k: asymmetry {asym:.1e}, vs the dense inverse {inverse:.1e}, K dtau {null:.1e}")
+    assert inverse > INVERSE_TOL and null > SYMMETRY_TOL
+
+
+def test_planted_output_changes_are_caught():
+    """qdd off fwd_dyn's by 1e-12 relative, and one batch entry off by one ulp, are reported."""
+    dyn = derivs("elbow")
+    xs = sample(dyn.model, 2)
+    single = [dyn.derivatives(*x) for x in xs]
+    Q, QD, TAU, F, A = (np.array([x[k] for x in xs]) for k in range(5))
+    batch = dyn.derivatives_batch(Q, QD, TAU, F, A)
+    assert qdd_and_batch_errors(dyn, xs, single, batch)[1] == 0
+    batch.dq[1, 2, 3] = np.nextafter(batch.dq[1, 2, 3], np.inf)
+    assert qdd_and_batch_errors(dyn, xs, single, batch)[1] == 1
+    off = single[0]._replace(qdd=single[0].qdd * (1 + 1e-12))
+    assert qdd_and_batch_errors(dyn, xs, [off, single[1]], batch)[0] > QDD_TOL
+    asym = single[0]._replace(dtau=single[0].dtau + 1e-12 * np.abs(single[0].dtau).max() * np.triu(np.ones((6, 6)), 1))
+    assert inverse_errors(dyn, xs[0], asym)[0] > SYMMETRY_TOL
+
+
+# -- arguments -----------------------------------------------------------------------------------------------------
+# (label, the arguments): each refused by forward with a ValueError, or (the NaN cases) accepted with NaN out;
+# springpend reads fext on pend1 only and has 2 act slots, satellite has a floating bus
+Z2, F = np.zeros(2), np.zeros((2, 6))
+ARGS = [
+    ("q too long", "springpend", (np.zeros(3), Z2, Z2)),
+    ("tau 2-D", "springpend", (Z2, Z2, np.zeros((2, 1)))),
+    ("fext flat", "springpend", (Z2, Z2, Z2, np.zeros(6))),
+    ("act short", "springpend", (Z2, Z2, Z2, None, np.zeros(1))),
+    ("qd complex", "springpend", (Z2, Z2 + 1j, Z2)),
+    ("fext on a body without fext 1", "springpend", (Z2, Z2, Z2, np.vstack([np.zeros(6), np.ones(6)]))),
+    ("NaN fext on a body without fext 1", "springpend", (Z2, Z2, Z2, np.vstack([np.zeros(6), np.full(6, np.nan)]))),
+    ("quaternion off unit norm", "satellite", "bad quaternion"),
+    ("NaN q", "springpend", (np.array([np.nan, 0.0]), Z2, Z2)),
+    ("NaN tau", "springpend", (Z2, Z2, np.array([0.0, np.nan]))),
+]
+
+
+def _args(name: str, args):
+    if args != "bad quaternion":
+        return args
+    dyn = derivs(name)
+    q = dyn.model.q0()
+    q[0:4] = [1.2, 1.6, 0.0, 0.0]
+    return q, np.zeros(dyn.nv), np.zeros(dyn.nv)
+
+
+def _outcome(call: Callable) -> str:
+    try:
+        out = call()
+    except ValueError as e:
+        return f"ValueError: {e}"
+    return "NaN out" if np.isnan(out if isinstance(out, np.ndarray) else out.qdd).any() else "accepted"
+
+
+@pytest.mark.parametrize("label, name, args", ARGS, ids=[a[0] for a in ARGS])
+def test_derivatives_refuse_what_forward_refuses_with_its_message(label, name, args):
+    """derivatives checks its arguments as forward does: the same ValueError, or (NaN in q, qd or tau, which
+    forward passes through to a NaN qdd) a NaN qdd, never a crash."""
+    dyn = derivs(name)
+    args = _args(name, args)
+    want, got = _outcome(lambda: dyn.forward(*args)), _outcome(lambda: dyn.derivatives(*args))
+    print(f"\n{label}: forward {want}; derivatives {got}")
+    assert got == want and (want.startswith("ValueError") or want == "NaN out")
+    batch = [np.array([a]) if a is not None else None for a in args]
+    want, got = _outcome(lambda: dyn.forward_batch(*batch)), _outcome(lambda: dyn.derivatives_batch(*batch))
+    assert got.replace("Q[0]", "q") == want.replace("Q[0]", "q") and (want.startswith("ValueError") or
+                                                                     want == "NaN out"), (got, want)
+
+
+def test_batch_shapes_are_checked_as_forward_batch_checks_them():
+    dyn = derivs("springpend")
+    Z5 = np.zeros((5, 2))
+    for args in [(Z5, np.zeros((4, 2)), Z5), (Z5, Z5, Z5, np.zeros((5, 1, 6))), (Z5, Z5, Z5, None, np.zeros(5)),
+                 (np.zeros(2), Z5, Z5)]:
+        with pytest.raises(ValueError) as want:
+            dyn.forward_batch(*args)
+        with pytest.raises(ValueError) as got:
+            dyn.derivatives_batch(*args)
+        assert str(got.value) == str(want.value)
+
+
+def test_a_model_over_max_nv_is_refused_with_its_size():
+    """chain63 (63 links) has its dynamics, not its derivatives: the refusal names the limit and the size."""
+    dyn = mechdyn.load("chain63")
+    assert dyn.nv > MAX_NV
+    with pytest.raises(ValueError, match=rf"derivatives are generated for models of at most {MAX_NV} velocity "
+                                         rf"coordinates; 'chain63' has {dyn.nv}"):
+        dyn.derivatives(dyn.model.q0(), np.zeros(dyn.nv), np.zeros(dyn.nv))
