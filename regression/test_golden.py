@@ -131,3 +131,15 @@ def test_planted_generator_changes_trip_the_derivative_gates(tmp_path, monkeypat
     values = golden.derivatives_check(Dynamics(load_model("elbow")), g)
     print(f"planted product rule: {values.line()}")
     assert not values.passed
+
+
+def test_golden_command_shows_and_misses_derivatives_goldens(monkeypatch, tmp_path, capsys):
+    """`crosscheck golden --derivatives` prints what is stored, and exits 1 naming the command where nothing is."""
+    from crosscheck.cli import parser
+    from mechdyn.cliutil import run
+
+    assert run(parser, ["golden", "--derivatives", "fourbar"]) == 0
+    assert "derivatives golden fourbar: 5 states" in capsys.readouterr().out
+    monkeypatch.setattr(golden, "DERIV_DIR", tmp_path)
+    assert run(parser, ["golden", "--derivatives", "fourbar"]) == 1
+    assert "create it with `crosscheck golden --derivatives --update fourbar`" in capsys.readouterr().out

@@ -120,15 +120,10 @@ def central(dyn: Dynamics, x: Input, h: float = H_CENTRAL) -> dict[str, np.ndarr
     return _assemble(dyn, cols, _differences(lambda xs: _forward(dyn, xs), cols, [h])[0])
 
 
-def ridders(dyn: Dynamics, x: Input) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Every block by Ridders' extrapolation of fwd_dyn's central differences, and each block's error estimate
-    (unscaled)."""
+def ridders(dyn: Dynamics, x: Input) -> dict[str, np.ndarray]:
+    """Every block by Ridders' extrapolation of fwd_dyn's central differences."""
     cols = list(columns(dyn, x))
-    best, err = extrapolated(lambda xs: _forward(dyn, xs), cols)
-    est = {k: 0.0 for k in BLOCKS}
-    for (block, *_), e in zip(cols, err):
-        est[block] = max(est[block], float(e))
-    return _assemble(dyn, cols, best), est
+    return _assemble(dyn, cols, extrapolated(lambda xs: _forward(dyn, xs), cols)[0])
 
 
 def block_errors(D: Derivatives, ref: dict[str, np.ndarray]) -> dict[str, float]:
@@ -184,12 +179,12 @@ SYMMETRY_TOL = 1e-13  # dtau's asymmetry, relative: each column solved apart, so
 CONSTRAINT_TOL = 1e-9  # the differentiated constraint, against Ridders' differences of the dense reference
 
 
-def difference_errors(dyn: Dynamics, xs: list[Input], ref: Callable) -> dict[str, float]:
+def difference_errors(dyn: Dynamics, xs: list[Input],
+                      ref: Callable[[Dynamics, Input], dict[str, np.ndarray]]) -> dict[str, float]:
     """Per block, the worst block_errors over the states, against ref(dyn, x)."""
     worst = {k: 0.0 for k in BLOCKS}
     for x in xs:
-        got = ref(dyn, x)
-        errs = block_errors(dyn.derivatives(*x), got[0] if isinstance(got, tuple) else got)
+        errs = block_errors(dyn.derivatives(*x), ref(dyn, x))
         worst = {k: max(worst[k], errs[k]) for k in BLOCKS}
     return worst
 
