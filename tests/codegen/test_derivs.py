@@ -218,6 +218,11 @@ def inverse_errors(dyn: Dynamics, x: Input, D: Derivatives) -> tuple[float, floa
     return asym, scaled_error(T, ref), float(np.max(np.abs(K @ T)) / (np.max(np.abs(K)) * np.max(np.abs(T))))
 
 
+def unread_fext_entries(dyn: Dynamics, D: Derivatives) -> int:
+    """The nonzero entries of dfext on bodies that do not declare `fext 1`."""
+    return int(np.count_nonzero(D.dfext[:, [i for i, b in enumerate(dyn.model.bodies) if not b.fext], :]))
+
+
 def constraint_error(dyn: Dynamics, x: Input, D: Derivatives) -> float:
     """K qdd = k holds at every (q, qd), so K ∂qdd/∂x = −∂(K a − k)/∂x with a = qdd held: the residual, scaled by
     max(1, |K D|, |∂(K a − k)|), over the dq and dqd columns (k reads neither tau, act nor fext: K times those
@@ -271,8 +276,7 @@ def test_dtau_is_the_constrained_inverse_and_unread_fext_columns_are_zero(name):
     for x in sample(dyn.model, NSTATES):
         D = dyn.derivatives(*x)
         worst = np.maximum(worst, inverse_errors(dyn, x, D))
-        unread = [i for i, b in enumerate(dyn.model.bodies) if not b.fext]
-        assert not np.any(D.dfext[:, unread, :]), "dfext has entries for bodies that do not read fext"
+        assert unread_fext_entries(dyn, D) == 0, "dfext has entries for bodies that do not read fext"
     print(f"\n{name}: dtau asymmetry {worst[0]:.1e}, vs the dense constrained inverse {worst[1]:.1e}, "
           f"K dtau {worst[2]:.1e}")
     assert worst[0] <= SYMMETRY_TOL and worst[1] <= INVERSE_TOL and worst[2] <= SYMMETRY_TOL, worst
@@ -286,17 +290,14 @@ def test_loop_derivatives_satisfy_the_differentiated_constraint(loop_name):
 
 
 # -- the floating body's convention ---------------------------------------------------------------------------------
-def test_floating_body_dq_is_along_the_group_not_through_the_quaternion_numbers():
-    """satellite's bus: dq's six columns are the derivatives along Q ⊗ exp(δφ/2), r + R(Q) δp (body axes). By the
-    chain rule they are J T with J the derivative through the seven numbers (Q renormalized: fwd_dyn refuses a
-    quaternion off unit norm, so the raw numbers cannot be differenced at all) and T = [½ Q ⊗ (0, e_k) | R];
-    taking the quaternion's vector part and r (base axes) as coordinates instead is far from dq."""
-    dyn = derivs("satellite")
+def group_errors(dyn: Dynamics, x: Input, D: Derivatives) -> tuple[float, float]:
+    """For the first floating body: dq's six columns against J T (scaled), J the Ridders derivative through the
+    seven numbers (Q renormalized) and T = [½ Q ⊗ (0, e_k) | R(Q)], the chain rule along Q ⊗ exp(δφ/2),
+    r + R(Q) δp; and against J's columns taken as coordinates (Q's vector part, r in base axes)."""
     m = dyn.model
     i = next(i for i, b in enumerate(m.bodies) if b.joint == "floating")
     iq, iv = m.qidx[i], m.vidx[i]
-    x = sample(m, 1)[0]
-    q, D = x[0], dyn.derivatives(*x)
+    q = x[0]
 
     def moved(k: int) -> Callable[[float], Input]:
         def at(t: float) -> Input:
@@ -306,17 +307,26 @@ def test_floating_body_dq_is_along_the_group_not_through_the_quaternion_numbers(
             return (p, *x[1:])
         return at
 
-    J, _ = extrapolated(lambda xs: _forward(dyn, xs), [("q7", k, 1.0, moved(k)) for k in range(7)])
-    J = J.T  # (nv, 7): ∂qdd/∂(Qw, Qx, Qy, Qz, rx, ry, rz)
+    J = extrapolated(lambda xs: _forward(dyn, xs), [("q7", k, 1.0, moved(k)) for k in range(7)])[0].T
     Q = q[iq : iq + 4]
     T = np.column_stack([0.5 * quat_mul(Q, np.concatenate([[0.0], e])) for e in np.eye(3)])
     on_group = np.hstack([J[:, :4] @ T, J[:, 4:] @ quat_to_R(Q)])
-    numbers = J[:, [1, 2, 3, 4, 5, 6]]
-    err, off = scaled_error(D.dq[:, iv : iv + 6], on_group), scaled_error(D.dq[:, iv : iv + 6], numbers)
+    cols = D.dq[:, iv : iv + 6]
+    return scaled_error(cols, on_group), scaled_error(cols, J[:, 1:])
+
+
+def test_floating_body_dq_is_along_the_group_not_through_the_quaternion_numbers():
+    """satellite's bus: dq's six columns are the derivatives along Q ⊗ exp(δφ/2), r + R(Q) δp (body axes), by the
+    chain rule from the derivative through the seven numbers, Q renormalized: fwd_dyn refuses a quaternion off unit
+    norm, so the raw numbers cannot be differenced at all. Taking the quaternion's vector part and r (base axes)
+    as coordinates instead is far from dq."""
+    dyn = derivs("satellite")
+    x = sample(dyn.model, 1)[0]
+    err, off = group_errors(dyn, x, dyn.derivatives(*x))
     print(f"\nsatellite: dq's bus columns vs the group's chain rule {err:.1e}; vs the quaternion numbers {off:.2f}")
     assert err <= RIDDERS_TOL and off > 0.1
-    raw = q.copy()
-    raw[iq + 1] += H_CENTRAL
+    raw = x[0].copy()
+    raw[dyn.model.qidx[0] + 1] += H_CENTRAL
     with pytest.raises(ValueError, match="expected a unit quaternion"):
         dyn.forward(raw, *x[1:])
 
@@ -366,8 +376,10 @@ def test_planted_floating_translation_seeded_in_base_axes_is_caught(fresh_cache,
     dyn = _planted("satellite")
     xs = sample(dyn.model, 1)
     c, r = difference_errors(dyn, xs, central), difference_errors(dyn, xs, ridders)
-    print(f"\nplanted base-axes δp: vs central {figures(c)}; vs Ridders {figures(r)}")
-    assert c["dq"] > CENTRAL_TOL and r["dq"] > RIDDERS_TOL
+    group = group_errors(dyn, xs[0], dyn.derivatives(*xs[0]))[0]
+    print(f"\nplanted base-axes δp: vs central {figures(c)}; vs Ridders {figures(r)}; vs the group's chain rule "
+          f"{group:.1e}")
+    assert c["dq"] > CENTRAL_TOL and r["dq"] > RIDDERS_TOL and group > RIDDERS_TOL
     assert max(c["dqd"], c["dtau"], c["dfext"]) <= CENTRAL_TOL
 
 
@@ -404,7 +416,8 @@ def test_planted_constraint_right_hand_side_in_the_tau_columns_is_caught(fresh_c
 
 
 def test_planted_output_changes_are_caught():
-    """qdd off fwd_dyn's by 1e-12 relative, and one batch entry off by one ulp, are reported."""
+    """qdd off fwd_dyn's by 1e-12 relative, one batch entry off by one ulp, dtau asymmetric by 1e-12 and an entry
+    of dfext on a body without `fext 1` are reported."""
     dyn = derivs("elbow")
     xs = sample(dyn.model, 2)
     single = [dyn.derivatives(*x) for x in xs]
@@ -417,6 +430,12 @@ def test_planted_output_changes_are_caught():
     assert qdd_and_batch_errors(dyn, xs, [off, single[1]], batch)[0] > QDD_TOL
     asym = single[0]._replace(dtau=single[0].dtau + 1e-12 * np.abs(single[0].dtau).max() * np.triu(np.ones((6, 6)), 1))
     assert inverse_errors(dyn, xs[0], asym)[0] > SYMMETRY_TOL
+    sp = derivs("springpend")  # fext on pend1 only
+    x = sample(sp.model, 1)[0]
+    D = sp.derivatives(*x)
+    assert unread_fext_entries(sp, D) == 0
+    D.dfext[0, 1, 2] = 1e-300
+    assert unread_fext_entries(sp, D) == 1
 
 
 # -- arguments -----------------------------------------------------------------------------------------------------
