@@ -479,7 +479,7 @@ def rebaselined(c: Check) -> bool:
 
 # -- the derivatives' golden -----------------------------------------------------------------------------------------
 DERIV_DIR = GOLDEN_DIR / "derivatives"
-DERIV_NSTATES = 5  # the golden's first states: the blocks are O(nv²) numbers each, hmmwv's 8 kB a state
+DERIV_NSTATES = 5  # the golden's first states: the blocks are O(nv²) numbers (track_min's 5: 134 kB compressed)
 DERIV_BLOCKS = ("qdd", "dq", "dqd", "dtau", "dact", "dfext")
 # models whose derivatives module compiles for many minutes and gigabytes on first use (docs/derivatives.md has the
 # figures; halfcar's 47 s CPU is paid): their gates and tests run only with $MECHDYN_TEST_ALL_DERIVATIVES=1
