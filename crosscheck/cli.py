@@ -7,7 +7,7 @@
     crosscheck bench <model> [--peers [--derivatives]] [--repeats N] [--json]
     crosscheck selftest
     crosscheck report [--history DB] [-o report.html]
-    crosscheck golden [--update] <model>... | --all
+    crosscheck golden [--derivatives] [--update] <model>... | --all
 
 The last four are the harness's commands that `mechdyn` had before issue 17 (`mechdyn bench --peers`,
 `mechdyn selftest`, `mechdyn report`, `mechdyn golden`); `mechdyn bench` times the generated code alone.
@@ -22,6 +22,7 @@ from pathlib import Path
 from crosscheck.checks import Check
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, int_range, load_model, output_file,
                              positive_float, run, seed, sim_steps, trials)
+from mechdyn.codegen.derivs import MAX_NV
 
 
 def _report(model_name: str, checks: list[Check], as_json: bool, extra: dict | None = None) -> int:
@@ -208,17 +209,22 @@ def cmd_golden(args: argparse.Namespace) -> int:
     if bool(args.all) == bool(args.model):
         raise InputError("name one or more models, or pass --all (not both)")
     status = EXIT_PASS
-    names = golden.models() if args.all else args.model
-    # updating compiles each model and counts its instructions under callgrind: seconds to a minute apiece
+    d = args.derivatives
+    names = (golden.derivative_models() if d else golden.models()) if args.all else args.model
+    update, stored, describe = ((golden.update_derivatives, golden.stored_derivatives, golden.describe_derivatives)
+                                if d else (golden.update, golden.stored, golden.describe))
+    # updating compiles each model and counts its instructions under callgrind (or, with --derivatives, compiles
+    # its derivatives module): seconds to minutes apiece
     bar = tqdm(names, desc="golden --update", unit="model", leave=False, disable=None if args.update else True)
     for name in bar:
         bar.set_postfix_str(name)
-        g = golden.update(name) if args.update else golden.stored(name)
+        g = update(name) if args.update else stored(name)
         if g is None:
-            tqdm.write(f"golden {name}: none; create it with `{golden.update_command(name)}`", file=sys.stdout)
+            tqdm.write(f"{'derivatives golden' if d else 'golden'} {name}: none; create it with "
+                       f"`{golden.update_command(name, d)}`", file=sys.stdout)
             status = EXIT_FAIL
         else:
-            tqdm.write(golden.describe(g), file=sys.stdout)
+            tqdm.write(describe(g), file=sys.stdout)
     return status
 
 
@@ -371,6 +377,9 @@ def parser() -> argparse.ArgumentParser:
     gd.add_argument("--all", action="store_true", help="every model in models/")
     gd.add_argument("--update", action="store_true", help="re-sample the states, run the generated code and "
                     "count flops and instructions, and write the golden (atomically)")
+    gd.add_argument("--derivatives", action="store_true", help="the derivatives' golden instead "
+                    "(regression/golden/derivatives/<model>.npz): fwd_dyn_derivs' blocks at the golden's first "
+                    f"states and their flop count; --all: the models of at most {MAX_NV} velocity coordinates")
     gd.set_defaults(func=cmd_golden)
     return p
 

@@ -11,8 +11,15 @@
   instructions were counted with (compiler identity, the counting flags, the
   target they resolve to, libc and valgrind versions).
 
+`regression/golden/derivatives/<model>.npz`, written by `crosscheck golden
+--derivatives --update`, holds the generated derivatives (fwd_dyn_derivs: qdd and
+its blocks dq, dqd, dtau, dact, dfext, the last on the fext bodies' columns only)
+at the first DERIV_NSTATES of those stored states, and their flop count
+(`fwd_dyn_derivs_flops`), for every model the derivatives accept (at most
+mechdyn.codegen.derivs.MAX_NV velocity coordinates).
+
 The regression gates (regression/test_golden.py, regression/test_speed.py)
-read the file and never write it. The inputs are stored rather than
+read the files and never write them. The inputs are stored rather than
 re-sampled, so the gates do not depend on the sampler staying identical.
 
 Instruction counts. A small C driver (`DRIVER_C`, compiled once into the
@@ -68,6 +75,7 @@ from crosscheck.checks import Check
 from mechdyn.cliutil import InputError, atomic_write
 from mechdyn.codegen import flags
 from mechdyn.codegen.cache import compiled
+from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.model import Model
 from mechdyn.core.parse import MODELS_DIR, load_model
 from mechdyn.core.sample import scaled_error, states
@@ -87,8 +95,8 @@ CPUINFO = Path("/proc/cpuinfo")
 REQUIRE_TOOLCHAIN = "MECHDYN_REQUIRE_TOOLCHAIN"  # "1": an incomparable instruction golden fails (CI)
 
 
-def update_command(model: str) -> str:
-    return f"crosscheck golden --update {model}"
+def update_command(model: str, derivatives: bool = False) -> str:
+    return f"crosscheck golden {'--derivatives ' if derivatives else ''}--update {model}"
 
 
 def models() -> list[str]:
@@ -365,10 +373,12 @@ def measure(model: Model, g: Golden, cycles: int = CYCLES) -> Measurement:
 
 
 # -- the gates -------------------------------------------------------------------
-def missing(model: str, name: str, threshold: float) -> Check:
-    """A failing check for a model without golden results (NaN: nothing was measured)."""
-    return Check(name, math.nan, threshold, f"no golden results for {model} at {golden_path(model)}",
-                 f"create them with `{update_command(model)}`")
+def missing(model: str, name: str, threshold: float, derivatives: bool = False) -> Check:
+    """A failing check for a model without golden results (NaN: nothing was measured); `derivatives`: without
+    the derivatives' golden."""
+    path = derivatives_path(model) if derivatives else golden_path(model)
+    return Check(name, math.nan, threshold, f"no golden results for {model} at {path}",
+                 f"create them with `{update_command(model, derivatives)}`")
 
 
 def _output_check(model: str, name: str, what: str, got: np.ndarray, want: np.ndarray) -> Check:
@@ -404,18 +414,21 @@ def observe_check(dyn: Dynamics, g: Golden) -> Check:
     return _output_check(g.model, "golden_observe", "generated observe", got, g.obs)
 
 
-def flops_check(model: str, flops: int, g: Golden) -> Check:
-    """The generated flop count may exceed the golden by FLOPS_SLACK; fewer passes with a note."""
+def flops_check(model: str, flops: int, g: Golden | DerivativesGolden) -> Check:
+    """The generated flop count may exceed the golden by FLOPS_SLACK; fewer passes with a note. For a
+    DerivativesGolden, fwd_dyn_derivs' count (the check named "derivatives_flops")."""
+    derivatives = isinstance(g, DerivativesGolden)
+    command = update_command(model, derivatives)
     excess = flops / g.flops - 1.0
     detail = f"{flops} flops per call vs golden {g.flops} ({100 * excess:+.2f} %), relative excess"
     if excess > FLOPS_SLACK:
         note = (f"the generated code does more arithmetic; find the change, or if it is intended "
-                f"re-baseline with `{update_command(model)}`")
+                f"re-baseline with `{command}`")
     elif flops < g.flops:
-        note = f"fewer flops than the golden: lock in the gain with `{update_command(model)}`"
+        note = f"fewer flops than the golden: lock in the gain with `{command}`"
     else:
         note = ""
-    return Check("flops", excess, FLOPS_SLACK, detail, note)
+    return Check("derivatives_flops" if derivatives else "flops", excess, FLOPS_SLACK, detail, note)
 
 
 def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
@@ -462,3 +475,130 @@ def instructions_gate(model: Model, g: Golden) -> Check:
 def rebaselined(c: Check) -> bool:
     """Whether an instruction check was not compared because the toolchain differs."""
     return c.name == "instructions" and "not compared" in c.detail
+
+
+# -- the derivatives' golden -----------------------------------------------------------------------------------------
+DERIV_DIR = GOLDEN_DIR / "derivatives"
+DERIV_NSTATES = 5  # the golden's first states: the blocks are O(nv²) numbers (track_min's 5: 134 kB compressed)
+DERIV_BLOCKS = ("qdd", "dq", "dqd", "dtau", "dact", "dfext")
+# models whose derivatives module compiles for many minutes and gigabytes on first use (docs/derivatives.md has the
+# figures; halfcar's 47 s CPU is paid): their gates and tests run only with $MECHDYN_TEST_ALL_DERIVATIVES=1
+LONG_BUILD = frozenset({"hmmwv", "hmmwv_pitman", "track_min"})
+ALL_DERIVATIVES = "MECHDYN_TEST_ALL_DERIVATIVES"
+
+
+@dataclass(frozen=True)
+class DerivativesGolden:
+    model: str
+    q: np.ndarray  # (n, nq): the model's golden states 0..n-1
+    qd: np.ndarray  # (n, nv)
+    tau: np.ndarray  # (n, nv)
+    fext: np.ndarray  # (n, nbody, 6)
+    act: np.ndarray  # (n, nact)
+    blocks: dict[str, np.ndarray]  # DERIV_BLOCKS, each with a leading axis n; dfext (n, nv, nbody, 6)
+    flops: int  # fwd_dyn_derivs_flops
+
+    @property
+    def n(self) -> int:
+        return self.q.shape[0]
+
+
+def derivatives_path(model: str) -> Path:
+    return DERIV_DIR / f"{model}.npz"
+
+
+def derivative_models() -> list[str]:
+    """The models in models/ whose derivatives are generated (at most MAX_NV velocity coordinates)."""
+    return [m for m in models() if load_model(m).nv <= MAX_NV]
+
+
+def _derivatives_bytes(g: DerivativesGolden, fext_bodies: list[int]) -> bytes:
+    meta = {"model": g.model, "nstates": g.n, "flops": g.flops, "states": f"{golden_path(g.model).name} 0..{g.n - 1}",
+            "written_by": update_command(g.model, derivatives=True)}
+    arrays = {"q": g.q, "qd": g.qd, "tau": g.tau, "fext_bodies": np.array(fext_bodies, dtype=np.int64),
+              "fext": g.fext[:, fext_bodies, :], "act": g.act,
+              **{k: v for k, v in g.blocks.items() if k != "dfext"}, "dfext": g.blocks["dfext"][:, :, fext_bodies, :],
+              "meta": np.array(json.dumps(meta, sort_keys=True))}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, a in arrays.items():
+            _zip_member(zf, name, a)
+    return buf.getvalue()
+
+
+def load_derivatives(model: str, nbody: int) -> DerivativesGolden | None:
+    """The stored derivatives golden of `model` (None if there is none), fext and dfext expanded to nbody bodies."""
+    path = derivatives_path(model)
+    if not path.is_file():
+        return None
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(z["meta"].item())
+        n, nv = z["qd"].shape
+        bodies = z["fext_bodies"]
+        width = max(nbody, int(bodies.max(initial=-1)) + 1)  # a shrunk model: a mismatch, reported by the check
+        fext, dfext = np.zeros((n, width, 6)), np.zeros((n, nv, width, 6))
+        fext[:, bodies, :], dfext[:, :, bodies, :] = z["fext"], z["dfext"]
+        blocks = {k: z[k] for k in DERIV_BLOCKS if k != "dfext"} | {"dfext": dfext}
+        return DerivativesGolden(model, z["q"], z["qd"], z["tau"], fext, z["act"], blocks, int(meta["flops"]))
+
+
+def record_derivatives(model: Model) -> tuple[DerivativesGolden, list[int]]:
+    """The production build's derivatives at the model's golden states 0..DERIV_NSTATES-1, and their flop count."""
+    g = load(model.name, model.nbody)
+    if g is None:
+        raise InputError(f"no golden for {model.name}: the derivatives' golden takes its states; create it with "
+                         f"`{update_command(model.name)}`")
+    dyn = Dynamics(model)
+    if not _fits(dyn, g):
+        raise InputError(f"the golden states of {model.name} do not fit the model: re-record them with "
+                         f"`{update_command(model.name)}` first")
+    n = min(DERIV_NSTATES, g.n)
+    D = [dyn.derivatives(g.q[k], g.qd[k], g.tau[k], g.fext[k], g.act[k]) for k in range(n)]
+    blocks = {k: np.array([getattr(d, k) for d in D]) for k in DERIV_BLOCKS}
+    fext_bodies = [i for i, b in enumerate(model.bodies) if b.fext]
+    return DerivativesGolden(model.name, g.q[:n], g.qd[:n], g.tau[:n], g.fext[:n], g.act[:n], blocks,
+                             int(dyn.derivatives_flops)), fext_bodies
+
+
+def update_derivatives(spec: str) -> DerivativesGolden:
+    """(Re)write the derivatives' golden of one model; its only writer."""
+    model = load_model(spec)
+    g, fext_bodies = record_derivatives(model)
+    path = derivatives_path(model.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, _derivatives_bytes(g, fext_bodies), mode=0o644)
+    return g
+
+
+def stored_derivatives(spec: str) -> DerivativesGolden | None:
+    model = load_model(spec)
+    return load_derivatives(model.name, model.nbody)
+
+
+def describe_derivatives(g: DerivativesGolden) -> str:
+    path = derivatives_path(g.model)
+    size = path.stat().st_size if path.is_file() else 0
+    shown = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else str(path)
+    return f"derivatives golden {g.model}: {g.n} states, {g.flops} flops; {shown} ({size} bytes)"
+
+
+def derivatives_check(dyn: Dynamics, g: DerivativesGolden) -> Check:
+    """Every block of fwd_dyn_derivs at the stored states against the golden, scaled per state and block, to
+    OUTPUT_TOL: the dynamics' own bound, which builds for other targets (no FMA, -O0) stay far inside."""
+    name, command = "golden_derivatives", update_command(g.model, derivatives=True)
+    fits = (g.q.shape[1:], g.qd.shape[1:], g.fext.shape[1:], g.act.shape[1:]) == (
+        (dyn.nq,), (dyn.nv,), (dyn.nbody, 6), (dyn.nact,))
+    if not fits:
+        return Check(name, math.nan, OUTPUT_TOL, "the stored states do not fit the model",
+                     f"the model's sizes changed; if intended, re-record with `{command}`")
+    worst, where = 0.0, ""
+    for k in range(g.n):
+        D = dyn.derivatives(g.q[k], g.qd[k], g.tau[k], g.fext[k], g.act[k])
+        for b in DERIV_BLOCKS:
+            want = g.blocks[b][k]
+            e = scaled_error(getattr(D, b), want) if want.size else 0.0
+            if e > worst or not where:
+                worst, where = e, f"{b} at state {k}"
+    return Check(name, worst, OUTPUT_TOL, f"generated derivatives vs golden at {g.n} stored states, worst {where}",
+                 f"the generated derivatives changed; if intended, re-record with `{command}`"
+                 if worst > OUTPUT_TOL else "")
