@@ -481,10 +481,6 @@ def rebaselined(c: Check) -> bool:
 DERIV_DIR = GOLDEN_DIR / "derivatives"
 DERIV_NSTATES = 5  # the golden's first states: the blocks are O(nv²) numbers (track_min's 5: 134 kB compressed)
 DERIV_BLOCKS = ("qdd", "dq", "dqd", "dtau", "dact", "dfext")
-# models whose derivatives module compiles for many minutes and gigabytes on first use (docs/derivatives.md has the
-# figures; halfcar's 47 s CPU is paid): their gates and tests run only with $MECHDYN_TEST_ALL_DERIVATIVES=1
-LONG_BUILD = frozenset({"hmmwv", "hmmwv_pitman", "track_min"})
-ALL_DERIVATIVES = "MECHDYN_TEST_ALL_DERIVATIVES"
 
 
 @dataclass(frozen=True)

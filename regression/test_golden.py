@@ -6,7 +6,6 @@ golden, recorded by `crosscheck golden --update`, does not. Tests only read
 regression/golden/; a missing golden is a failing gate that names the command
 that creates it.
 """
-import os
 from dataclasses import replace
 
 import pytest
@@ -54,13 +53,10 @@ def test_changed_physics_fails():
 # -- the derivatives' golden (fwd_dyn_derivs) ------------------------------------------------------------------------
 def deriv_golden(name: str):
     """The model's compiled dynamics and stored derivatives golden; skipped (saying why) for a model the
-    derivatives refuse or whose derivatives module takes minutes to build (unless asked for)."""
+    derivatives refuse."""
     model = load_model(name)
     if model.nv > MAX_NV:
         pytest.skip(f"{name}: nv {model.nv} > {MAX_NV}, no derivatives are generated")
-    if name in golden.LONG_BUILD and os.environ.get(golden.ALL_DERIVATIVES) != "1":
-        pytest.skip(f"{name}: its derivatives module takes minutes to compile on first use; set "
-                    f"{golden.ALL_DERIVATIVES}=1 to gate it")
     dyn = dynamics(name)
     return dyn, golden.load_derivatives(name, dyn.nbody)
 

@@ -9,7 +9,6 @@ Two references, both of `dyn.forward` alone (the derivatives module shares its g
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -17,7 +16,6 @@ import pytest
 import scipy.linalg
 
 import mechdyn
-from crosscheck import golden
 from crosscheck.dense.crba import mass_matrix
 from crosscheck.dense.loops import loop_system
 from crosscheck.dense_compare import qdd_gate
@@ -152,9 +150,6 @@ _built: dict[str, Dynamics] = {}
 
 def derivs(name: str) -> Dynamics:
     """The model's dynamics with its derivatives module built, once per worker (through the cache)."""
-    if name in golden.LONG_BUILD and os.environ.get(golden.ALL_DERIVATIVES) != "1":
-        pytest.skip(f"{name}: its derivatives module takes minutes to compile on first use; set "
-                    f"{golden.ALL_DERIVATIVES}=1 to check it")
     if name not in _built:
         dyn = mechdyn.load(name)
         dyn.derivatives_lib
