@@ -66,7 +66,10 @@ def why_not(model: Model) -> str | None:
 def permutation(pm: PinModel) -> np.ndarray:
     """p with x_mechdyn = x_pinocchio[p] for any velocity-space vector: the acceleration comparison's own map."""
     nv = pm.pmodel.nv
-    return urdf.from_pinocchio_v(pm.model, pm.layout, np.arange(nv, dtype=float)).astype(int)
+    p = urdf.from_pinocchio_v(pm.model, pm.layout, np.arange(nv, dtype=float))
+    if sorted(p) != list(range(nv)):  # the map must be a pure reordering for a Jacobian's rows and columns
+        raise AssertionError(f"{pm.model.name}: the state map to Pinocchio is not a permutation of the slots")
+    return p.astype(int)
 
 
 def _stencil(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, move: "_Move", h: float) -> np.ndarray:

@@ -126,10 +126,20 @@ def ridders(dyn: Dynamics, x: Input) -> dict[str, np.ndarray]:
     return _assemble(dyn, cols, extrapolated(lambda xs: _forward(dyn, xs), cols)[0])
 
 
-def block_errors(D: Derivatives, ref: dict[str, np.ndarray]) -> dict[str, float]:
-    """Per block, the largest |D − ref| over the columns ref estimates, each row i scaled by
-    max(1, |qdd[i]|, max |ref row i|): a difference of fwd_dyn rounds in proportion to qdd itself (ε |qdd| / h), so
-    a row with a large qdd is resolved only to that. A block with no estimated column: 0."""
+KAPPA = 1e3  # the forward pass's rounding amplification a difference may show (central differences measure ~750)
+EPS = np.finfo(float).eps
+
+
+def step_of(ref: Callable) -> float:
+    """The smallest step (times each input's scale) the reference differences take."""
+    return H_CENTRAL if ref is central else H0 / CON ** (NTAB - 1)
+
+
+def block_errors(D: Derivatives, ref: dict[str, np.ndarray], h: float) -> dict[str, float]:
+    """Per block, the largest |D − ref| over the columns ref estimates beyond the differences' rounding floor,
+    KAPPA ε |qdd[i]| / h in row i (a difference of fwd_dyn rounds in proportion to qdd itself), each row scaled by
+    max(1, max |ref row i|). A block with no estimated column: 0."""
+    floor = KAPPA * EPS * np.abs(D.qdd) / h
     out = {}
     for k in BLOCKS:
         got, want = getattr(D, k).reshape(ref[k].shape), ref[k]
@@ -137,8 +147,9 @@ def block_errors(D: Derivatives, ref: dict[str, np.ndarray]) -> dict[str, float]
         if not mask.any():
             out[k] = 0.0
             continue
-        size = np.maximum(np.maximum(1.0, np.abs(D.qdd)), np.max(np.abs(np.where(mask, want, 0.0)), axis=1))
-        out[k] = float(np.max(np.where(mask, np.abs(got - want), 0.0) / size[:, None]))
+        size = np.maximum(1.0, np.max(np.abs(np.where(mask, want, 0.0)), axis=1))
+        beyond = np.maximum(np.where(mask, np.abs(got - want), 0.0) - floor[:, None], 0.0)
+        out[k] = float(np.max(beyond / size[:, None]))
     return out
 
 
@@ -169,7 +180,7 @@ def loop_name(request) -> str:
 
 # -- the checks (each a figure, so the planted bugs below run the same code) ---------------------------------------
 CENTRAL_TOL = 1e-6  # central differences at h = 1e-6: rounding ε |qdd| κ / h ≈ 2e-10 κ, truncation h² |f'''| / 6
-RIDDERS_TOL = 1e-9  # the extrapolated differences: truncation cancelled, rounding ε |qdd| κ / (h0 / CON^NTAB)
+RIDDERS_TOL = 1e-9  # the extrapolated differences: truncation cancelled, beyond the rounding floor (block_errors)
 QDD_TOL = 1e-13  # fwd_dyn_derivs' qdd against fwd_dyn's on the CRBA route: the same expressions, scheduled apart
 INVERSE_TOL = 1e-11  # dtau against the dense reference's H⁻¹ or N (Nᵀ H N)⁻¹ Nᵀ: rounding ε κ(H), κ up to ~1e5
 SYMMETRY_TOL = 1e-13  # dtau's asymmetry, relative: each column solved apart, so they round differently
@@ -181,7 +192,7 @@ def difference_errors(dyn: Dynamics, xs: list[Input],
     """Per block, the worst block_errors over the states, against ref(dyn, x)."""
     worst = {k: 0.0 for k in BLOCKS}
     for x in xs:
-        errs = block_errors(dyn.derivatives(*x), ref(dyn, x))
+        errs = block_errors(dyn.derivatives(*x), ref(dyn, x), step_of(ref))
         worst = {k: max(worst[k], errs[k]) for k in BLOCKS}
     return worst
 
