@@ -23,7 +23,7 @@ import pytest
 from crosscheck import golden
 from mechdyn.codegen import crba, flags
 from mechdyn.codegen import expr
-from mechdyn.codegen import generate as gen_module
+from mechdyn.codegen import equations
 from mechdyn.codegen.build import compiler, module_name
 from mechdyn.codegen.sspatial import rbi_apply, xf_motion
 from mechdyn.core.model import BASE
@@ -217,7 +217,7 @@ def emit_without_hash_consing(self, key, text, op, *uses):
 # them), but gcc's own CSE merges identical expressions again: on elbow the
 # count fell by 0.8 %, so only the flop gate is asserted for that plant.
 PLANTS = {
-    "upper_triangle": (gen_module, "mass_matrix", mass_matrix_with_upper, True),
+    "upper_triangle": (equations, "mass_matrix", mass_matrix_with_upper, True),
     "no_hash_consing": (expr.Builder, "emit", emit_without_hash_consing, False),
 }
 

@@ -117,11 +117,11 @@ def _calls(name: str, ctype: str, sc: list[str], nstages: int, nslots: int, args
 
 
 def forward_stages(angles: list[str], lines: list[str], name: str = "fwd_dyn_stage", params: str = _PARAMS,
-                   args: str = _ARGS, size: int = schedule.STAGE) -> tuple[list[str], str, list[str]]:
+                   args: str = _ARGS, size: int | None = None) -> tuple[list[str], str, list[str]]:
     """fwd_dyn's (or, given their `name`, `params` and `args`, another scalar function's) stage functions of `size`
-    statements, one text each, their prototypes, and the caller's statements that call them after the sincos
-    batch."""
-    parts, nslots = schedule.stages(lines, size)
+    statements (default schedule.STAGE, read at the call), one text each, their prototypes, and the caller's
+    statements that call them after the sincos batch."""
+    parts, nslots = schedule.stages(lines, schedule.STAGE if size is None else size)
     lane = lambda m: f"md_sc[{2 * int(m[2]) + (m[1] == 'cs')}][{m[3]}]"  # noqa: E731
     funcs = ["\n" + _stage_function(f"{name}{n}", "double", st, [LANE_NAME.sub(lane, t) for t in st.lines],
                                     params, args) for n, st in enumerate(parts)]

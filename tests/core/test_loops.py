@@ -151,8 +151,8 @@ FRAMES = {"predecessor": lambda m, lp: lp.pred, "successor": lambda m, lp: lp.su
 
 def _force_frame(monkeypatch, pick):
     """The generator writing every loop in the frame `pick` names instead of the cheapest."""
-    import mechdyn.codegen.generate as gen
-    monkeypatch.setattr(gen, "loop_rows",
+    import mechdyn.codegen.equations as equations
+    monkeypatch.setattr(equations, "loop_rows",
                         lambda b, kin, lp, form=gloops.as_K: form(b, kin, lp, gloops.rows_in(b, kin, lp, pick(kin.model, lp))))
 
 
