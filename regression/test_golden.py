@@ -57,6 +57,8 @@ def deriv_golden(name: str):
     model = load_model(name)
     if model.nv > MAX_NV:
         pytest.skip(f"{name}: nv {model.nv} > {MAX_NV}, no derivatives are generated")
+    if (why := golden.long_build_skip(name)) is not None:
+        pytest.skip(why)
     dyn = dynamics(name)
     return dyn, golden.load_derivatives(name, dyn.nbody)
 

@@ -16,6 +16,7 @@ import pytest
 import scipy.linalg
 
 import mechdyn
+from crosscheck import golden
 from crosscheck.dense.crba import mass_matrix
 from crosscheck.dense.loops import loop_system
 from crosscheck.dense_compare import qdd_gate
@@ -161,6 +162,8 @@ _built: dict[str, Dynamics] = {}
 
 def derivs(name: str) -> Dynamics:
     """The model's dynamics with its derivatives module built, once per worker (through the cache)."""
+    if (why := golden.long_build_skip(name)) is not None:
+        pytest.skip(why)
     if name not in _built:
         dyn = mechdyn.load(name)
         dyn.derivatives_lib
