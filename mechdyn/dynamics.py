@@ -228,6 +228,19 @@ class Dynamics:
         that reads them, as the benchmark's timing loops do (mechdyn/bench.py)."""
         return [a for a, _ in self._checked_states(Q, QD, TAU, FEXT, ACT, optional=not required)[1]]
 
+    def _state(self, q, qd, tau, fext, act) -> tuple:
+        """One state's q, qd, tau, fext, act as C arrays, checked as forward documents (NULL for an omitted fext
+        or act)."""
+        qa, pq = self._arr("q", q, (self.nq,))
+        self._check_quaternions("q", qa)
+        _, pqd = self._arr("qd", qd, (self.nv,))
+        _, ptau = self._arr("tau", tau, (self.nv,))
+        fa, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
+        if fa is not None:
+            self._check_fext("fext", fa)
+        _, pa = self._arr("act", act, (self.nact,), optional=True)
+        return pq, pqd, ptau, pf, pa
+
     def address(self, function: str) -> int:
         """The address of the generated C function `function` (one of codegen/capi.py's table), for C code of
         one's own that calls it directly, as the benchmark's timing loops do (mechdyn/bench.py)."""
@@ -245,14 +258,7 @@ class Dynamics:
 
         Refused with ValueError: wrong shapes, non-real dtypes, a floating body's quaternion off unit norm by more
         than QUAT_TOL, and a nonzero fext row on a body that does not declare `fext 1`."""
-        qa, pq = self._arr("q", q, (self.nq,))
-        self._check_quaternions("q", qa)
-        _, pqd = self._arr("qd", qd, (self.nv,))
-        _, ptau = self._arr("tau", tau, (self.nv,))
-        fa, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
-        if fa is not None:
-            self._check_fext("fext", fa)
-        _, pa = self._arr("act", act, (self.nact,), optional=True)
+        pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
         out = np.empty(self.nv)
         self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.from_buffer("double[]", out))
         return out
@@ -291,14 +297,7 @@ class Dynamics:
         """qdd and its derivatives with respect to q (on the tangent), qd, tau, act and fext at one state, from
         the generated fwd_dyn_derivs; the arguments as forward takes and checks them."""
         lib = self.derivatives_lib
-        qa, pq = self._arr("q", q, (self.nq,))
-        self._check_quaternions("q", qa)
-        _, pqd = self._arr("qd", qd, (self.nv,))
-        _, ptau = self._arr("tau", tau, (self.nv,))
-        fa, pf = self._arr("fext", fext, self._fext_shape(None), optional=True)
-        if fa is not None:
-            self._check_fext("fext", fa)
-        _, pa = self._arr("act", act, (self.nact,), optional=True)
+        pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
         out = self._blocks(None)
         lib.fwd_dyn_derivs(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in out))
         return Derivatives(*out)
