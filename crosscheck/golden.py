@@ -140,9 +140,19 @@ def to_bytes(g: Golden, fext_bodies: list[int]) -> bytes:
     meta = {"model": g.model, "nstates": g.n, "seed": SEED, "flops": g.flops,
             "instructions_per_call": g.instructions, "toolchain": g.toolchain,
             "written_by": update_command(g.model)}
-    arrays = {"q": g.q, "qd": g.qd, "tau": g.tau, "fext_bodies": np.array(fext_bodies, dtype=np.int64),
-              "fext": g.fext[:, fext_bodies, :], "act": g.act, "qdd": g.qdd, "obs": g.obs,
+    arrays = {**stored_states(g, fext_bodies), "qdd": g.qdd, "obs": g.obs,
               "meta": np.array(json.dumps(meta, sort_keys=True))}
+    return npz_bytes(arrays)
+
+
+def stored_states(g, fext_bodies: list[int]) -> dict[str, np.ndarray]:
+    """A golden's input states as stored: fext only on the bodies that read it, and which those are."""
+    return {"q": g.q, "qd": g.qd, "tau": g.tau, "fext_bodies": np.array(fext_bodies, dtype=np.int64),
+            "fext": g.fext[:, fext_bodies, :], "act": g.act}
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """The arrays as the bytes of an .npz file, each member written by _zip_member."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for name, a in arrays.items():
@@ -524,15 +534,10 @@ def derivative_models() -> list[str]:
 def _derivatives_bytes(g: DerivativesGolden, fext_bodies: list[int]) -> bytes:
     meta = {"model": g.model, "nstates": g.n, "flops": g.flops, "states": f"{golden_path(g.model).name} 0..{g.n - 1}",
             "written_by": update_command(g.model, derivatives=True)}
-    arrays = {"q": g.q, "qd": g.qd, "tau": g.tau, "fext_bodies": np.array(fext_bodies, dtype=np.int64),
-              "fext": g.fext[:, fext_bodies, :], "act": g.act,
+    arrays = {**stored_states(g, fext_bodies),
               **{k: v for k, v in g.blocks.items() if k != "dfext"}, "dfext": g.blocks["dfext"][:, :, fext_bodies, :],
               "meta": np.array(json.dumps(meta, sort_keys=True))}
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, a in arrays.items():
-            _zip_member(zf, name, a)
-    return buf.getvalue()
+    return npz_bytes(arrays)
 
 
 def load_derivatives(model: str, nbody: int) -> DerivativesGolden | None:
