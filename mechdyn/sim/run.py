@@ -10,6 +10,10 @@ from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.sample import states
 from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
+from . import implicit as imp
+
+IMPLICIT = ("galpha", "hht")  # the implicit schemes (implicit.py); SCHEMES holds the explicit ones
+
 MAX_STEPS = 10**9  # a run longer than this is a typo (dt 1e-300), not a plan: hours of stepping
 
 
@@ -21,6 +25,7 @@ class Trajectory:
     dt: float
     scheme: str
     dissipated: np.ndarray  # (n,) J the dampers dissipated since t[0], integrated in C at every step
+    newton: imp.NewtonStats | None = None  # the implicit schemes' Newton corrections and steps
 
 
 class SimulationDiverged(RuntimeError):
@@ -68,7 +73,8 @@ def step_count(T: float, dt: float) -> int:
 
 
 def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1,
-             tau=None, fext=None, act=None, dt_sched: float | None = None, progress: bool = False) -> Trajectory:
+             tau=None, fext=None, act=None, dt_sched: float | None = None, progress: bool = False,
+             implicit: imp.Implicit | None = None) -> Trajectory:
     """Step the model from (q0, qd0) for T seconds, recording the start and every stride-th step.
 
     tau (nv,), fext (nbody, 6) and act (nact,) are held constant; give a leading
@@ -78,9 +84,15 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     dt_sched must then be finite and > 0. Arguments are checked as in Dynamics.
     If a step makes the state non-finite, raises SimulationDiverged, which carries
     the finite part of the run; a Trajectory returned is finite throughout.
+
+    The implicit schemes "galpha" and "hht" take their settings from `implicit`
+    (default Implicit()); with `implicit.adaptive`, dt is the output interval.
+    A Newton failure raises implicit.NewtonFailed with the run's finite part.
     """
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+    if scheme not in SCHEMES and scheme not in IMPLICIT:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join([*SCHEMES, *IMPLICIT])}")
+    if implicit is not None and scheme not in IMPLICIT:
+        raise ValueError(f"implicit settings were given for the explicit scheme {scheme!r}")
     T, dt = real_scalar("T", T), real_scalar("dt", dt)
     stride = integer("stride", stride, 1)
     if dt <= 0 or T < 0:
@@ -93,6 +105,9 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
         if not real_scalar("dt_sched", dt_sched) > 0:
             raise ValueError(f"dt_sched is {dt_sched}, expected > 0")
     q, qd = np.array(real_array("q0", q0, (dyn.nq,))), np.array(real_array("qd0", qd0, (dyn.nv,)))
+    if scheme in IMPLICIT:
+        return _implicit(dyn, scheme, (implicit or imp.Implicit()).checked(), q, qd, nsteps, dt, stride,
+                         (tau_s, fext_s, act_s), dt_sched if nsched > 1 else 1.0, progress)
     nrec = nsteps // stride
     Q, QD, W = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros(nrec + 1)
     Q[0], QD[0] = q, qd
@@ -117,9 +132,47 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     return _trajectory(rec, stride, dt, scheme, Q, QD, W)
 
 
-def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD: np.ndarray, W: np.ndarray) -> Trajectory:
+def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD: np.ndarray, W: np.ndarray,
+                newton: imp.NewtonStats | None = None) -> Trajectory:
     """The first rec rows recorded."""
-    return Trajectory(np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, W[:rec])
+    return Trajectory(np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, W[:rec], newton)
+
+
+def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd: np.ndarray, nsteps: int,
+              dt: float, stride: int, sched: tuple, dt_sched: float, progress: bool) -> Trajectory:
+    """simulate's run with an implicit scheme: galpha.c in chunks of whole strides, as the explicit loop."""
+    tau_s, fext_s, act_s = sched
+    n = len(tau_s)
+    _, _, tau_c, fext_c, act_c = dyn.check_states(np.tile(q, (n, 1)), np.zeros((n, dyn.nv)), tau_s, fext_s, act_s)
+    st = imp.Stepper(dyn)
+    ffi, lib = st.mod.ffi, st.mod.lib
+    o = st.options(scheme, opts)
+    buf = lambda a: ffi.NULL if a is None else ffi.from_buffer("double[]", a)  # noqa: E731
+    first = lambda s: None if s is None else s[0]  # noqa: E731
+    qdd, acc = imp.start(dyn, q, qd, tau_c[0], first(fext_c), first(act_c))
+    nrec = nsteps // stride
+    Q, QD, W = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros(nrec + 1)
+    Q[0], QD[0] = q, qd
+    raw, work = np.zeros(imp.STATS), np.zeros(1)
+    conv, status = np.zeros(o.max_iter), ffi.new("int *")
+    chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
+    done, rec = 0, 1
+    with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,
+              disable=None if progress else True) as bar:
+        while done < nsteps:
+            k = min(chunk, nsteps - done)
+            ok = lib.md_ga_sim(st.plant, o, k, done * dt, dt, *map(buf, (q, qd, qdd, acc)), n, dt_sched,
+                               *map(buf, (tau_c, fext_c, act_c)), stride, *map(buf, (Q[rec:], QD[rec:], W[rec:])),
+                               buf(work), buf(raw), buf(conv), status)
+            rec += ok // stride
+            done += ok
+            bar.update(ok)
+            if status[0]:
+                partial = _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
+                if status[0] == 1:
+                    raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
+                raise imp.NewtonFailed(dyn.model.name, done * dt, imp.WHY[status[0]], partial)
+    return _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
 
 
 def initial_state(dyn: Dynamics, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
