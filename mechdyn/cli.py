@@ -4,7 +4,7 @@
     mechdyn gen <model> [-o file.c]
     mechdyn bench <model> [--sim DT] [--json]
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
-    mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler] [--trace out.csv] [--stride N]
+    mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler|galpha|hht] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir] [--at T1,T2,...] [--band NAME]
     mechdyn modes <model> [--held SLOTS] [--at equilibrium|q0] [--plot modes.png]
 
@@ -22,12 +22,13 @@ import shlex
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
-from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, atomic_write, int_range, load_model,
-                             output_dir, output_file, positive_float, run, seed, sim_steps, slope_degrees)
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, atomic_write, float_range, int_range,
+                             load_model, output_dir, output_file, positive_float, run, seed, sim_steps, slope_degrees)
 from mechdyn.core.model import BASE, Model
 
 AXES = "xyz"
@@ -341,7 +342,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
     model = load_model(args.model)
+    implicit = _implicit_options(args)
     if model.tracks or model.ground is not None:
+        if implicit is not None:
+            raise InputError(f"sim: --scheme {args.scheme} does not step contact yet: the tracked models' settle, hold "
+                             "and drive run with --scheme verlet or euler")
         return cmd_sim_contact(args, model, t_start, startup)
     if args.samples is not None:
         raise InputError("sim: --samples chooses the step of a model with contact; give a tree model's step by --dt")
@@ -359,11 +364,22 @@ def cmd_sim(args: argparse.Namespace) -> int:
     else:
         q0, qd0 = initial_state(dyn, args.seed)
     stride = args.stride or max(1, nsteps // 2000)  # about 2000 rows, whatever dt is
+    if implicit is not None:  # the stepper's and the iteration matrix's modules built here, not in the stepping time
+        from mechdyn.sim.implicit import module
+
+        module()
+        try:
+            dyn.derivatives_lib
+        except ValueError as e:
+            raise InputError(f"sim: --scheme {args.scheme}: {e}") from None
     t_load = time.perf_counter()
     try:
-        tr = simulate(dyn, q0, qd0, args.time, args.dt, args.scheme, stride=stride, progress=True)
+        tr = simulate(dyn, q0, qd0, args.time, args.dt, args.scheme, stride=stride, progress=True, implicit=implicit)
     except SimulationDiverged as e:
         print(f"sim: {e}; nothing written (a smaller --dt may keep it finite)", file=sys.stderr)
+        return EXIT_FAIL
+    except RuntimeError as e:  # implicit.NewtonFailed
+        print(f"sim: {e}; nothing written", file=sys.stderr)
         return EXIT_FAIL
     t_step = time.perf_counter()
     with np.errstate(over="ignore", invalid="ignore"):  # a non-finite balance is reported below, once
@@ -389,13 +405,50 @@ def cmd_sim(args: argparse.Namespace) -> int:
     load, stepping, post = t_load - t_start, t_step - t_load, t_end - t_step
     drift = float(np.max(np.abs(B - B[0])))
     extra = f", max closure error {closure.max():.2e}" if closure is not None else ""
-    print(f"sim: {model.name}: {nsteps} {args.scheme} steps of {args.dt:g} s ({nsteps * args.dt:.6g} s), energy drift {drift:.3e} J "
+    steps = (f"{args.scheme} adaptive steps, {nsteps} outputs every {args.dt:g} s" if implicit and implicit.adaptive
+             else f"{nsteps} {args.scheme} steps of {args.dt:g} s")
+    print(f"sim: {model.name}: {steps} ({nsteps * args.dt:.6g} s), energy drift {drift:.3e} J "
           f"(E + dissipated work - E(0), over {len(tr.t)} rows){extra}" + (f"; trace {args.trace}" if args.trace else ""))
-    print(f"sim: stepping {stepping:.3g} s ({nsteps / stepping:.3g} steps/s, real-time factor "
+    taken = tr.newton.steps if tr.newton is not None else nsteps
+    print(f"sim: stepping {stepping:.3g} s ({taken / stepping:.3g} steps/s, real-time factor "
           f"{nsteps * args.dt / stepping:.3g}); {startup + (t_end - t_start):.3g} s wall in all: start-up {startup:.3g} s, "
           f"load/compile {load:.3g} s, stepping {stepping:.3g} s, post-processing (energy"
           f"{', closure' if closure is not None else ''}{', trace' if args.trace else ''}) {post:.3g} s")
+    if tr.newton is not None:
+        n = tr.newton
+        steps = (f"{n.steps} steps from {n.h_min:.3g} to {n.h_max:.3g} s, {n.rejected} rejected; "
+                 if implicit.adaptive else "")
+        mode = (f"exactly {implicit.iterations} a step (the real-time mode), the last correction at most "
+                f"{n.last_change:.2e} (velocity)" if implicit.iterations else f"{n.per_step:.3g} a step, at most {n.most}")
+        print(f"sim: Newton: {steps}{n.iterations} corrections, {mode}")
     return EXIT_PASS
+
+
+def _implicit_options(args: argparse.Namespace):
+    """The implicit schemes' settings from sim's flags (None for an explicit scheme); flags that belong to an
+    implicit scheme given with an explicit one, or to the other implicit scheme, are refused."""
+    from mechdyn.sim.implicit import Implicit
+
+    given = {f: getattr(args, f.strip("-").replace("-", "_")) for f in ("--rho-inf", "--alpha", "--newton", "--rtol")}
+    given = {f: v for f, v in given.items() if v is not None}
+    if args.adaptive:
+        given["--adaptive"] = True
+    if args.scheme not in ("galpha", "hht"):
+        if given:
+            raise InputError(f"sim: {', '.join(given)} belong to the implicit schemes; add --scheme galpha (or hht)")
+        return None
+    wrong = "--alpha" if args.scheme == "galpha" else "--rho-inf"
+    if wrong in given:
+        raise InputError(f"sim: {wrong} is not a setting of --scheme {args.scheme} (galpha takes --rho-inf, hht --alpha)")
+    if args.newton is not None and args.adaptive:
+        raise InputError("sim: --newton N fixes the corrections of a fixed step; --adaptive needs Newton to converge")
+    if args.rtol is not None and not args.adaptive:
+        raise InputError("sim: --rtol is the adaptive step's tolerance: add --adaptive")
+    opts = Implicit(iterations=args.newton, adaptive=args.adaptive)
+    for flag, key in (("--rho-inf", "rho_inf"), ("--alpha", "alpha"), ("--rtol", "rtol")):
+        if flag in given:
+            opts = replace(opts, **{key: given[flag]})
+    return opts.checked()
 
 
 def _first_non_number(column: pd.Series) -> str:
@@ -611,6 +664,9 @@ def parser() -> argparse.ArgumentParser:
                            "docs/simulation.md \"The settle\"), then the stepping time and the real-time factors of "
                            "the stepping loop alone and of the whole command. Exit status 1 if a gate fails.")),
                        epilog="examples:\n  mechdyn sim satellite --time 1 --dt 1e-3 --trace s.csv\n"
+                       "  mechdyn sim hmmwv --scheme galpha --rho-inf 0.6 --dt 2e-3 --seed 1\n"
+                       "  mechdyn sim elbow --scheme hht --alpha -0.2 --newton 3    # real time: 3 corrections a step\n"
+                       "  mechdyn sim satellite --scheme galpha --adaptive --rtol 1e-8 --dt 0.01\n"
                        "  mechdyn sim m113                    # the 4 s settle, the 8 s hold on 15 deg, their gates\n"
                        "  mechdyn sim m113 --slope 20 --fric reg --trace m113.csv\n"
                        "  mechdyn sim track_demo --drive --slope 10\n"
@@ -620,8 +676,21 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--dt", type=positive_float, help="step in s (default 1e-3; with contact, the accuracy step)")
     s.add_argument("--samples", type=int_range(1, 10**6), help="with contact: steps per contact period that "
                    "choose the step (default 90)")
-    s.add_argument("--scheme", choices=["verlet", "euler"], default="verlet",
-                   help="Stormer-Verlet (2nd order, default) or semi-implicit Euler (1st order)")
+    s.add_argument("--scheme", choices=["verlet", "euler", "galpha", "hht"], default="verlet",
+                   help="Stormer-Verlet (2nd order, default), semi-implicit Euler (1st order), or the implicit "
+                   "generalized-alpha (2nd order, numerical damping of the highest frequencies: docs/implicit.md) "
+                   "and its HHT-alpha setting")
+    s.add_argument("--rho-inf", type=float_range(0.0, 1.0, "a spectral radius"), metavar="R",
+                   help="galpha: the spectral radius at infinite frequency, 1 no damping, 0 the most (default 0.8)")
+    s.add_argument("--alpha", type=float_range(-1 / 3, 0.0, "HHT's alpha"), metavar="A",
+                   help="hht: alpha in [-1/3, 0] (default -0.1)")
+    s.add_argument("--newton", type=int_range(1, 1000), metavar="N", help="galpha/hht: exactly N Newton corrections "
+                   "every step, no convergence test: the real-time mode (default: corrections until the velocity "
+                   "change is below 1e-10 of the velocity scale)")
+    s.add_argument("--adaptive", action="store_true", help="galpha/hht: adapt the step to the local error "
+                   "estimate (--dt is then the output interval)")
+    s.add_argument("--rtol", type=float_range(1e-14, 1.0, "a relative tolerance"), help="with --adaptive: the local "
+                   "error's relative tolerance (default 1e-6)")
     s.add_argument("--trace", metavar="FILE.csv", type=output_file, help="write t, q, qd, energy (and closure) to a CSV file")
     s.add_argument("--stride", type=int_range(1, MAX_STEPS), help="record every N-th step (default: about 2000 rows)")
     s.add_argument("--seed", type=seed, help="start from a seeded random state (closed and velocity-consistent "

@@ -128,6 +128,19 @@ def positive_float(text: str) -> float:
     return x
 
 
+def float_range(lo: float, hi: float, what: str) -> Callable[[str], float]:
+    """argparse type: `what`, a number in [lo, hi]."""
+    expected = f"{what} from {lo:g} to {hi:g}"
+
+    def parse(text: str) -> float:
+        x = _number(text, float, expected)
+        if not lo <= x <= hi:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text}")
+        return x
+    parse.__name__ = expected
+    return parse
+
+
 def slope_degrees(text: str) -> float:
     """argparse type: a slope in degrees, in [0, 60] (0: none; past 60 a tracked vehicle tips before it slides)."""
     x = _number(text, float, "a slope in degrees from 0 to 60")

@@ -430,6 +430,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
                 if (h > o->dt_max) h = o->dt_max;
                 hs = h;
                 if (t + hs >= tend - 1e-12 * dt) { hs = tend - t; last = 1; }
+                else if (t + 2.0 * hs > tend) hs = 0.5 * (tend - t);  /* two even steps, not one and a sliver */
             } else {
                 last = 1;
             }
