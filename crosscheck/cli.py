@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from crosscheck.checks import Check
-from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, int_range, load_model, output_file,
-                             positive_float, run, seed, sim_steps, trials)
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, float_range, int_range, load_model,
+                             output_file, positive_float, run, seed, sim_steps, trials)
 from mechdyn.codegen.derivs import MAX_NV
 
 
@@ -75,6 +75,11 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     if model.ground is not None and not args.json:
         print(f"{model.name}: note: the ground block ({model.path}:{model.ground.line}) is left out on both sides: "
               "fwd_dyn has no contact forces, so the bands fall free")
+    if args.sim is None and (args.scheme != "euler" or args.alpha is not None):
+        raise InputError("--scheme and --alpha choose the --sim comparison's integrators: add --sim T DT")
+    if args.alpha is not None and args.scheme != "hht":
+        raise InputError("--alpha is HHT's: add --scheme hht")
+    args.alpha = sim.HHT_ALPHA if args.alpha is None else args.alpha
     if args.sim is None:
         return _report(model.name, checks.run_all(model, dyn, args.trials, args.seed, SIM_T, SIM_DT, progress=True),
                        args.json)
@@ -82,16 +87,20 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     if dt > T:
         raise InputError(f"--sim {T:g} {dt:g}: expected DT <= T")
     sim_steps(T, dt / 2, "--sim T", "DT/2")  # the comparison also steps at DT/2
-    run_dt, run_dt2 = sim.compare(model, dyn, T, dt, args.seed, progress=True)
+    if args.scheme == "hht":
+        dyn.derivatives_lib  # the iteration matrix's module, built before the stepping is timed
+    run_dt, run_dt2 = sim.compare(model, dyn, T, dt, args.seed, progress=True, scheme=args.scheme, alpha=args.alpha)
     if not args.json:
         body = model.body_index(args.body) if args.body else sim.default_body(model, run_dt)
-        print(f"{model.name}: generated dynamics (semi-implicit Euler) vs Chrono (Euler implicit linearized), "
+        pair = (f"generalized-alpha at alpha_m 0, alpha_f {-args.alpha:g}) vs Chrono (HHT, alpha {args.alpha:g})"
+                if args.scheme == "hht" else "semi-implicit Euler) vs Chrono (Euler implicit linearized)")
+        print(f"{model.name}: generated dynamics ({pair}, "
               f"T={T:g} dt={dt:g}, origin of {model.bodies[body].name} (m); gap = worse of position (m) and "
               f"attitude (rad) over all bodies")
         print("\n".join(sim.table(model, run_dt, body)))
         print(f"{model.name}: stepping took {run_dt.seconds_chrono:.1f} + {run_dt2.seconds_chrono:.1f} s in Chrono, "
               f"{run_dt.seconds_gen:.2f} + {run_dt2.seconds_gen:.2f} s in the generated code")
-    return _report(model.name, checks.sim_checks(model, run_dt, run_dt2, T), args.json)
+    return _report(model.name, checks.sim_checks(model, run_dt, run_dt2, T, args.scheme), args.json)
 
 
 def _trials(args: argparse.Namespace, flag: bool, default: int, flag_default: int) -> int:
@@ -285,13 +294,23 @@ def parser() -> argparse.ArgumentParser:
         f"stepped side by side from one state at DT and DT/2 (default T={SIM_T:g} DT={SIM_DT:g}): the worse "
         "of position (m) and attitude (rad) per body, gate 1e-2, and a ratio of 2.0 +- 0.2 (first-order "
         "truncation; 4.0 +- 0.4 where the two schemes agree to first order, or both gaps at round-off). "
+        "With --scheme hht the pair is the generalized-alpha stepper at HHT's setting against Chrono's HHT, "
+        "both second order: the ratio must be 4.0 +- 0.4. "
         "Needs pychrono: conda env create -f environment.yml.",
+        epilog="examples:\n  crosscheck chrono slidercrank\n  crosscheck chrono hmmwv --sim 0.25 2e-5\n"
+        "  crosscheck chrono satellite --sim 0.5 1e-3 --scheme hht --alpha -0.2",
     )
     c.add_argument("--sim", nargs=2, type=positive_float, metavar=("T", "DT"),
                    help="run only the trajectory comparison, for T seconds at step DT (and DT/2), and print "
                    "the trajectory table")
     c.add_argument("--body", metavar="NAME", help="the body the --sim table follows (default: the one whose "
                    "origin travels farthest)")
+    c.add_argument("--scheme", choices=["euler", "hht"], default="euler", help="with --sim: the pair of "
+                   "integrators, semi-implicit Euler against Chrono's Euler implicit linearized (default; first "
+                   "order), or the generalized-alpha stepper at HHT's setting against Chrono's HHT (second order: "
+                   "the gap must fall by 4.0 +- 0.4 per halving)")
+    c.add_argument("--alpha", type=float_range(-1 / 3, 0.0, "HHT's alpha"), help="with --scheme hht: alpha on "
+                   "both sides (default -0.1)")
 
     c = comparison(
         sub, "pinocchio", "satellite", f"{PIN_TRIALS}; {PIN_DERIV_TRIALS} with --derivatives",

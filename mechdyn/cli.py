@@ -2,7 +2,7 @@
 
     mechdyn info <model>
     mechdyn gen <model> [-o file.c]
-    mechdyn bench <model> [--sim DT] [--json]
+    mechdyn bench <model> [--sim DT [--scheme galpha|hht [--newton N]]] [--json]
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler|galpha|hht] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir] [--at T1,T2,...] [--band NAME]
@@ -154,7 +154,7 @@ ACCURACY_STEP = 0.0  # `bench --sim` given without DT (no DT can be 0): the cont
 def cmd_bench(args: argparse.Namespace) -> int:
     """Time the generated forward dynamics alone (fwd_dyn and fwd_dyn_batch), or with --sim the stepping loop: a
     tree model's Verlet stepping, a model with contact its contact stepping loop."""
-    from mechdyn.bench import bench, bench_contact_sim, bench_sim
+    from mechdyn.bench import bench, bench_contact_sim, bench_implicit, bench_sim
     from mechdyn.dynamics import Dynamics
 
     if args.contact and args.sim is not None:
@@ -165,6 +165,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise moved("bench --peers", shlex.join(["bench", "--peers", *given]))
     model = load_model(args.model)
     contact = bool(model.tracks) or model.ground is not None
+    if args.scheme != "verlet" and (args.sim in (None, ACCURACY_STEP) or contact):
+        raise InputError("bench: --scheme times a tree or loop model's implicit stepping: give --sim DT (the "
+                         "contact loop steps with verlet)")
+    if args.newton is not None and args.scheme == "verlet":
+        raise InputError("bench: --newton N is the implicit schemes' real-time mode: add --scheme galpha or hht")
     if args.sim == ACCURACY_STEP and not contact:
         raise InputError(f"bench: --sim without DT takes the contact step chosen by accuracy, and '{model.name}' "
                          "has no band and no ground; give --sim DT")
@@ -174,6 +179,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         if args.sim is not None and contact:
             res = bench_contact_sim(dyn, None if args.sim == ACCURACY_STEP else args.sim, repeats=args.repeats)
+        elif args.sim is not None and args.scheme != "verlet":
+            from mechdyn.sim.implicit import Implicit
+
+            try:
+                res = bench_implicit(dyn, args.sim, args.scheme, Implicit(iterations=args.newton).checked(),
+                                     repeats=args.repeats)
+            except ValueError as e:  # past the derivatives' size
+                raise InputError(f"bench: --scheme {args.scheme}: {e}") from None
         elif args.sim is not None:
             res = bench_sim(dyn, args.sim)
         else:
@@ -629,6 +642,11 @@ def parser() -> argparse.ArgumentParser:
                    "kinematics, band, ground, dynamics and integration; DT defaults to the step chosen by accuracy. A "
                    "tree model: Verlet in C (fwd_dyn_sim) against the same loop driven from Python one forward() "
                    "call at a time (DT required)")
+    b.add_argument("--scheme", choices=["verlet", "galpha", "hht"], default="verlet", help="with --sim DT on a "
+                   "model without contact: time the implicit stepper (us per step, Newton corrections per step, "
+                   "the real-time factor) beside Verlet's us per step at the same DT, in one run")
+    b.add_argument("--newton", type=int_range(1, 1000), metavar="N", help="with --scheme: exactly N corrections "
+                   "a step (the real-time mode) instead of Newton to its tolerance")
     b.add_argument("--peers", action="store_true", help="moved: crosscheck bench --peers MODEL (this says so, "
                    "exit 2)")
     b.add_argument("--contact", action="store_true", help="also time the band and ground contact producers (a "

@@ -1,5 +1,11 @@
 """The generated dynamics and Chrono, stepped side by side from one initial state.
 
+Two pairs of schemes (`scheme`): "euler", described first below, and "hht": the project's generalized-α at
+α_m = 0, α_f = −α (mechdyn.sim.implicit, the equations at the step's end, Arnold and Brüls' form) against
+Chrono's ChTimestepperHHT at the same α (forces averaged between the step's ends, positions additive, the
+constraints at position level with Newton to tight tolerances). Both are second order, so the gap is O(dt²)
+and falls by 4 per halving; their O(dt²) terms differ, which is what the gap measures.
+
 The project side is `mechdyn.sim.run.simulate` with the documented rule in its
 first-order form, semi-implicit Euler (kick with f(q, qd), then drift by the
 integration rule of docs/conventions.md), in C. Chrono steps the same system
@@ -30,8 +36,10 @@ from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import Model
 from mechdyn.core.sample import states
 from mechdyn.dynamics import Dynamics
+from mechdyn.sim.implicit import Implicit
 from mechdyn.sim.run import simulate
 
+from . import require_pychrono
 from .build import ChronoModel, build, read, set_loads
 from .kkt import set_state
 from .mapping import body_gap
@@ -104,13 +112,37 @@ def run_chrono(cm: ChronoModel, q0: np.ndarray, qd0: np.ndarray, nsteps: int, st
     return out
 
 
+HHT_ALPHA = -0.1  # the default α of the "hht" pair (Chrono's range [−1/3, 0])
+
+
+def use_hht(cm: ChronoModel, alpha: float) -> None:
+    """Switch the Chrono system to its HHT stepper at `alpha`: no step control (the comparison's step is fixed),
+    full Newton (the Jacobian at every iteration) to tolerances far below the gap."""
+    ch = require_pychrono()
+    cm.system.SetTimestepperType(ch.ChTimestepper.Type_HHT)
+    ts = ch.CastToChTimestepperHHT(cm.system.GetTimestepper())
+    ts.SetAlpha(alpha)
+    ts.SetStepControl(False)
+    ts.SetMaxIters(50)
+    ts.SetRelTolerance(1e-12)
+    ts.SetAbsTolerances(1e-12, 1e-10)
+    ts.SetJacobianUpdateMethod(ch.ChTimestepperImplicit.JacobianUpdate_EVERY_ITERATION)
+
+
 def run(model: Model, dyn: Dynamics, q0: np.ndarray, qd0: np.ndarray, nsteps: int, stride: int, dt: float,
-        progress: bool = False, refresh_rsda: bool = True) -> SimRun:
-    """One side-by-side run of nsteps at step dt, compared every stride steps (refresh_rsda: see `run_chrono`)."""
+        progress: bool = False, refresh_rsda: bool = True, scheme: str = "euler", alpha: float = HHT_ALPHA) -> SimRun:
+    """One side-by-side run of nsteps at step dt, compared every stride steps (refresh_rsda: see `run_chrono`),
+    with the pair of schemes `scheme` ("euler" or "hht" at `alpha`)."""
     t0 = time.perf_counter()
-    traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="euler", stride=stride)
+    if scheme == "hht":
+        traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="hht", stride=stride,
+                        implicit=Implicit(alpha=alpha, tol=1e-13))
+    else:
+        traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="euler", stride=stride)
     t1 = time.perf_counter()
     cm = build(model)
+    if scheme == "hht":
+        use_hht(cm, alpha)
     chrono_states = run_chrono(cm, q0, qd0, nsteps, stride, dt, progress, refresh_rsda)
     t2 = time.perf_counter()
     n = min(len(traj.t), len(chrono_states))
@@ -126,12 +158,13 @@ def run(model: Model, dyn: Dynamics, q0: np.ndarray, qd0: np.ndarray, nsteps: in
 
 
 def compare(model: Model, dyn: Dynamics, T: float, dt: float, seed: int = 0, records: int = RECORDS,
-            progress: bool = False, refresh_rsda: bool = True) -> tuple[SimRun, SimRun]:
+            progress: bool = False, refresh_rsda: bool = True, scheme: str = "euler",
+            alpha: float = HHT_ALPHA) -> tuple[SimRun, SimRun]:
     """The side-by-side run at dt and again at dt/2, from the same initial state, compared at the same times."""
     q0, qd0 = initial_state(model, seed)
     nsteps, stride = _steps(T, dt, records)
-    return (run(model, dyn, q0, qd0, nsteps, stride, dt, progress, refresh_rsda),
-            run(model, dyn, q0, qd0, 2 * nsteps, 2 * stride, dt / 2, progress, refresh_rsda))
+    return (run(model, dyn, q0, qd0, nsteps, stride, dt, progress, refresh_rsda, scheme, alpha),
+            run(model, dyn, q0, qd0, 2 * nsteps, 2 * stride, dt / 2, progress, refresh_rsda, scheme, alpha))
 
 
 def default_body(model: Model, r: SimRun) -> int:

@@ -1,0 +1,50 @@
+"""`mechdyn sim --scheme galpha|hht` and `mechdyn bench --sim DT --scheme`: the Newton summary, the real-time and
+adaptive modes, and one line (exit 2) for every setting that cannot run."""
+import pytest
+
+from mechdyn.cli import parser as mechdyn_main
+from mechdyn.cliutil import run
+
+
+def test_sim_galpha_reports_newton(capsys):
+    assert run(mechdyn_main, ["sim", "satellite", "--time", "0.1", "--seed", "1", "--scheme", "galpha",
+                              "--rho-inf", "0.6"]) == 0
+    out = capsys.readouterr().out
+    assert "100 galpha steps" in out and "sim: Newton:" in out and "a step, at most" in out
+
+
+def test_sim_hht_real_time_mode(capsys):
+    assert run(mechdyn_main, ["sim", "elbow", "--time", "0.05", "--seed", "2", "--scheme", "hht", "--alpha", "-0.2",
+                              "--newton", "3"]) == 0
+    assert "150 corrections, exactly 3 a step (the real-time mode)" in capsys.readouterr().out
+
+
+def test_sim_adaptive(capsys):
+    assert run(mechdyn_main, ["sim", "satellite", "--time", "0.1", "--dt", "0.01", "--seed", "1", "--scheme",
+                              "galpha", "--adaptive", "--rtol", "1e-7"]) == 0
+    out = capsys.readouterr().out
+    assert "galpha adaptive steps, 10 outputs every 0.01 s" in out and "rejected" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["sim", "elbow", "--rho-inf", "0.5"], "belong to the implicit schemes"),
+    (["sim", "elbow", "--scheme", "galpha", "--alpha", "-0.1"], "not a setting of --scheme galpha"),
+    (["sim", "elbow", "--scheme", "hht", "--rho-inf", "0.5"], "not a setting of --scheme hht"),
+    (["sim", "elbow", "--scheme", "galpha", "--newton", "2", "--adaptive"], "--adaptive needs Newton"),
+    (["sim", "elbow", "--scheme", "galpha", "--rtol", "1e-6"], "add --adaptive"),
+    (["sim", "elbow", "--scheme", "galpha", "--rho-inf", "1.5"], "spectral radius from 0 to 1"),
+    (["sim", "track_min", "--scheme", "galpha"], "does not step contact yet"),
+    (["sim", "chain63", "--scheme", "galpha"], "at most 48 velocity coordinates"),
+    (["bench", "elbow", "--scheme", "galpha"], "give --sim DT"),
+    (["bench", "elbow", "--sim", "1e-3", "--newton", "2"], "add --scheme galpha"),
+])
+def test_bad_settings_exit_2_with_one_line(capsys, argv, words):
+    assert run(mechdyn_main, argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bench_implicit(capsys):
+    assert run(mechdyn_main, ["bench", "elbow", "--sim", "1e-3", "--scheme", "galpha", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Newton corrections a step" in out and "Verlet at the same dt" in out
