@@ -1,6 +1,7 @@
 """Trajectories: many steps per C call, strided records, inputs held or scheduled, the dampers' work beside."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,22 +115,37 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     work = np.zeros(1)
     first = lambda s: None if s is None else s[0]  # noqa: E731
     qdd_prev = dyn.forward(q, qd, tau_s[0], first(fext_s), first(act_s))  # Verlet's first predictor
-    # chunks of whole strides, so a progress bar can follow a long run
+    rec = 1
+
+    def advance(done: int, n: int) -> int:
+        nonlocal rec
+        got, ok = dyn.step(SCHEMES[scheme], n, done * dt, dt, q, qd, qdd_prev, tau_s, fext_s, act_s,
+                           dt_sched if nsched > 1 else 1.0, stride, Q[rec:], QD[rec:], work, W[rec:])
+        rec += got
+        return ok
+
+    done = _chunked(dyn, nsteps, stride, progress, advance)
+    if done < nsteps:
+        partial = _trajectory(rec, stride, dt, scheme, Q, QD, W)
+        raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
+    return _trajectory(rec, stride, dt, scheme, Q, QD, W)
+
+
+def _chunked(dyn: Dynamics, nsteps: int, stride: int, progress: bool, advance: Callable[[int, int], int]) -> int:
+    """advance(done, n) on chunks of whole strides (so a progress bar can follow a long run) until nsteps are done
+    or a chunk completes fewer than its n; the steps completed."""
     chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
-    done, rec = 0, 1
+    done = 0
     with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,
               disable=None if progress else True) as bar:
         while done < nsteps:
             n = min(chunk, nsteps - done)
-            got, ok = dyn.step(SCHEMES[scheme], n, done * dt, dt, q, qd, qdd_prev, tau_s, fext_s, act_s,
-                               dt_sched if nsched > 1 else 1.0, stride, Q[rec:], QD[rec:], work, W[rec:])
-            rec += got
+            ok = advance(done, n)
             done += ok
             bar.update(ok)
             if ok < n:
-                partial = _trajectory(rec, stride, dt, scheme, Q, QD, W)
-                raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
-    return _trajectory(rec, stride, dt, scheme, Q, QD, W)
+                break
+    return done
 
 
 def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD: np.ndarray, W: np.ndarray,
@@ -155,23 +171,22 @@ def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd:
     Q[0], QD[0] = q, qd
     raw, work = np.zeros(imp.STATS), np.zeros(1)
     conv, status = np.zeros(o.max_iter), ffi.new("int *")
-    chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
-    done, rec = 0, 1
-    with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,
-              disable=None if progress else True) as bar:
-        while done < nsteps:
-            k = min(chunk, nsteps - done)
-            ok = lib.md_ga_sim(st.plant, o, k, done * dt, dt, *map(buf, (q, qd, qdd, acc)), n, dt_sched,
-                               *map(buf, (tau_c, fext_c, act_c)), stride, *map(buf, (Q[rec:], QD[rec:], W[rec:])),
-                               buf(work), buf(raw), buf(conv), status)
-            rec += ok // stride
-            done += ok
-            bar.update(ok)
-            if status[0]:
-                partial = _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
-                if status[0] == 1:
-                    raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
-                raise imp.NewtonFailed(dyn.model.name, done * dt, imp.WHY[status[0]], partial)
+    rec = 1
+
+    def advance(done: int, k: int) -> int:
+        nonlocal rec
+        ok = lib.md_ga_sim(st.plant, o, k, done * dt, dt, *map(buf, (q, qd, qdd, acc)), n, dt_sched,
+                           *map(buf, (tau_c, fext_c, act_c)), stride, *map(buf, (Q[rec:], QD[rec:], W[rec:])),
+                           buf(work), buf(raw), buf(conv), status)
+        rec += ok // stride
+        return ok
+
+    done = _chunked(dyn, nsteps, stride, progress, advance)
+    if status[0]:
+        partial = _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
+        if status[0] == 1:
+            raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
+        raise imp.NewtonFailed(dyn.model.name, done * dt, imp.WHY[status[0]], partial)
     return _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
 
 

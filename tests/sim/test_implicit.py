@@ -171,25 +171,23 @@ def test_hht_is_generalized_alpha_with_alpha_m_zero(tmp_path):
 
 # -- the linear oscillator: amplification matrix ---------------------------------------------------------------
 
-OSCILLATOR = """gravity 0 0 -9.81
-body slider
-  parent base
-  joint prismatic x
-  xtree 0 0 0
-  mass 1
-  cg 0 0 0
-  inertia 0.01 0.01 0.01 0 0 0
-end
-rsda spring
-  joint slider
-  k {k}
-end
-"""
+def slider(name: str, parent: str = "base", x: float = 0.0) -> str:
+    """A 1 kg body on a prismatic joint along x, `x` from its parent's origin."""
+    return (f"body {name}\n  parent {parent}\n  joint prismatic x\n  xtree {x} 0 0\n  mass 1\n  cg 0 0 0\n"
+            "  inertia 0.01 0.01 0.01 0 0 0\nend\n")
+
+
+def spring(name: str, body: str, k: float) -> str:
+    """An rsda of stiffness k on `body`'s joint."""
+    return f"rsda {name}\n  joint {body}\n  k {k}\nend\n"
+
+
+OSCILLATOR = "gravity 0 0 -9.81\n" + slider("slider") + "{spring}"
 
 
 def oscillator(tmp_path: Path, k: float = 1.0):
     p = tmp_path / "oscillator.mech"
-    p.write_text(OSCILLATOR.format(k=k))
+    p.write_text(OSCILLATOR.format(spring=spring("spring", "slider", k)))
     return mechdyn.load(p)
 
 
@@ -273,34 +271,10 @@ def test_planted_alpha_f_misses_rho_inf(tmp_path):
 
 # -- stiffness -------------------------------------------------------------------------------------------------
 
-STIFF = """gravity 0 0 -9.81
 # two sliders in series along x: the first on a soft spring to the ground, the second on a spring 10^4 times
 # stiffer to the first (omega 7.7 rad/s and 1.4e3 rad/s)
-body soft
-  parent base
-  joint prismatic x
-  xtree 0 0 0
-  mass 1
-  cg 0 0 0
-  inertia 0.01 0.01 0.01 0 0 0
-end
-body stiff
-  parent soft
-  joint prismatic x
-  xtree 0.5 0 0
-  mass 1
-  cg 0 0 0
-  inertia 0.01 0.01 0.01 0 0 0
-end
-rsda soft_spring
-  joint soft
-  k 100
-end
-rsda stiff_spring
-  joint stiff
-  k 1e6
-end
-"""
+STIFF = ("gravity 0 0 -9.81\n" + slider("soft") + slider("stiff", "soft", 0.5) + spring("soft_spring", "soft", 100)
+         + spring("stiff_spring", "stiff", 1e6))
 
 
 def test_stiff_element(tmp_path):
