@@ -80,6 +80,10 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     if args.alpha is not None and args.scheme != "hht":
         raise InputError("--alpha is HHT's: add --scheme hht")
     args.alpha = sim.HHT_ALPHA if args.alpha is None else args.alpha
+    if args.scheme == "hht" and model.rsdas:
+        raise InputError(f"--scheme hht: {model.name}'s rsda elements ({', '.join(e.name for e in model.rsdas)}) are "
+                         "torques written into Chrono before each step and held over it, a first-order force: the "
+                         "pair could not be second order; compare them with --scheme euler")
     if args.sim is None:
         return _report(model.name, checks.run_all(model, dyn, args.trials, args.seed, SIM_T, SIM_DT, progress=True),
                        args.json)
@@ -88,7 +92,10 @@ def cmd_chrono(args: argparse.Namespace) -> int:
         raise InputError(f"--sim {T:g} {dt:g}: expected DT <= T")
     sim_steps(T, dt / 2, "--sim T", "DT/2")  # the comparison also steps at DT/2
     if args.scheme == "hht":
-        dyn.derivatives_lib  # the iteration matrix's module, built before the stepping is timed
+        try:
+            dyn.derivatives_lib  # the iteration matrix's module, built before the stepping is timed
+        except ValueError as e:  # past the derivatives' size
+            raise InputError(f"--scheme hht: {e}") from None
     run_dt, run_dt2 = sim.compare(model, dyn, T, dt, args.seed, progress=True, scheme=args.scheme, alpha=args.alpha)
     if not args.json:
         body = model.body_index(args.body) if args.body else sim.default_body(model, run_dt)

@@ -111,8 +111,8 @@ def assemble(cm: ChronoModel) -> Kkt:
     return Kkt(M, F, Cq, Qc)
 
 
-def solve(k: Kkt) -> np.ndarray:
-    """The accelerations a of the KKT system (the multipliers are dropped).
+def solve(k: Kkt, multipliers: bool = False) -> np.ndarray:
+    """The accelerations a of the KKT system, then with `multipliers` its λ (M a + Cqᵀ λ = F).
 
     A sparse LU with partial pivoting (SuperLU): the system is mostly zeros, and
     unlike a dense LAPACK solve it does not fan out over BLAS threads, which on
@@ -121,7 +121,23 @@ def solve(k: Kkt) -> np.ndarray:
     n = k.M.shape[0]
     A = scipy.sparse.bmat([[scipy.sparse.csc_matrix(k.M), scipy.sparse.csc_matrix(k.Cq.T)],
                            [scipy.sparse.csc_matrix(k.Cq), None]], format="csc")
-    return scipy.sparse.linalg.splu(A).solve(np.concatenate([k.F, k.Qc]))[:n]
+    x = scipy.sparse.linalg.splu(A).solve(np.concatenate([k.F, k.Qc]))
+    return x if multipliers else x[:n]
+
+
+def scatter_accelerations(cm: ChronoModel) -> None:
+    """Solve the KKT system at Chrono's current state and hand its accelerations and reactions to the system, as
+    an implicit stepper reads them for its first step (Chrono's reactions L are −λ: its residual is
+    F + Cqᵀ L − M a)."""
+    ch, system = cm.chrono, cm.system
+    k = assemble(cm)
+    n = k.M.shape[0]
+    x = solve(k, multipliers=True)
+    A, L = ch.ChStateDelta(), ch.ChVectorDynamicd()
+    A.SetVect(x[:n].tolist())
+    L.SetVect((-x[n:]).tolist())
+    system.StateScatterAcceleration(A)
+    system.StateScatterReactions(L)
 
 
 def body_accelerations(cm: ChronoModel, a: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ from mechdyn.sim.run import simulate
 
 from . import require_pychrono
 from .build import ChronoModel, build, read, set_loads
-from .kkt import set_state
+from .kkt import scatter_accelerations, set_state
 from .mapping import body_gap
 
 RECORDS = 50  # samples over the run at which the two sides are compared
@@ -80,14 +80,19 @@ def _steps(T: float, dt: float, records: int) -> tuple[int, int]:
 
 
 def run_chrono(cm: ChronoModel, q0: np.ndarray, qd0: np.ndarray, nsteps: int, stride: int, dt: float,
-               progress: bool = False, refresh_rsda: bool = True) -> list:
+               progress: bool = False, refresh_rsda: bool = True, accelerations: bool = False) -> list:
     """Step Chrono nsteps of dt from (q0, qd0), inputs zero, returning the body states every stride steps (start included).
 
     refresh_rsda=False leaves the RSDA torques as written at the start: the frozen-torque mistake, kept so a test
-    can show that the trajectory check catches it.
+    can show that the trajectory check catches it. `accelerations`: hand Chrono the start's accelerations and
+    reactions from the exact KKT solve, which HHT reads as its a_0 and λ_0: left at zero, its first step's
+    velocity is off by O(dt) and the run is first order (DoAssembly's are differenced, and it moves the
+    velocities by 2e-5 on threelink).
     """
     model, system = cm.model, cm.system
     set_state(cm, q0, qd0)  # RSDA torques at the start from the project's own q0, qd0
+    if accelerations:
+        scatter_accelerations(cm)
     system.SetChTime(0.0)
     out = [read(cm)]
     q_hint = np.array(q0, dtype=float)
@@ -143,7 +148,7 @@ def run(model: Model, dyn: Dynamics, q0: np.ndarray, qd0: np.ndarray, nsteps: in
     cm = build(model)
     if scheme == "hht":
         use_hht(cm, alpha)
-    chrono_states = run_chrono(cm, q0, qd0, nsteps, stride, dt, progress, refresh_rsda)
+    chrono_states = run_chrono(cm, q0, qd0, nsteps, stride, dt, progress, refresh_rsda, scheme == "hht")
     t2 = time.perf_counter()
     n = min(len(traj.t), len(chrono_states))
     p_gen, p_ch, gap = [], [], []

@@ -336,3 +336,47 @@ def test_cli_json_keys_and_sim_table(capsys):
     assert "qd_consistency" not in text  # --sim runs only the trajectory comparison
 
     assert run(parser, ["chrono", "threelink", "--sim", "0.05", "1e-4", "--body", "nope"]) == 2
+
+
+@needs_chrono
+@pytest.mark.parametrize("name", ["elbow", "satellite", "slidercrank", "quartercar"])
+def test_hht_pair_is_second_order(name):
+    """The generalized-α stepper at HHT's setting and Chrono's ChTimestepperHHT at the same α: the gap falls by
+    4 per halving of the step (issue 23's check against Chrono)."""
+    from crosscheck.chrono import sim
+    from crosscheck.chrono.checks import sim_checks
+    from mechdyn.dynamics import Dynamics
+
+    model = load_model(name)
+    checks = sim_checks(model, *sim.compare(model, Dynamics(model), 0.1, 1e-3, scheme="hht", alpha=-0.2), 0.1, "hht")
+    for c in checks:
+        assert c.passed, c.line()
+    assert abs(checks[-1].value - 4.0) < 0.1
+
+
+@needs_chrono
+def test_hht_from_zero_accelerations_is_caught(monkeypatch):
+    """Chrono's HHT started from zero accelerations and reactions (its own default here) is first order: the
+    pair's ratio is 2, and the second-order gate fails."""
+    from crosscheck.chrono import sim
+    from crosscheck.chrono.checks import sim_checks
+    from mechdyn.dynamics import Dynamics
+
+    model = load_model("threelink")
+    monkeypatch.setattr(sim, "scatter_accelerations", lambda cm: None)
+    ratio = sim_checks(model, *sim.compare(model, Dynamics(model), 0.1, 1e-3, scheme="hht"), 0.1, "hht")[-1]
+    assert not ratio.passed and abs(ratio.value - 2.0) < 0.1, ratio.line()
+
+
+def test_hht_pair_refuses_rsda_models(capsys):
+    """The HHT pair on a model with rsda elements (first-order torques on Chrono's side) or past the derivatives'
+    size is one line and exit 2; without pychrono it is the missing-pychrono line."""
+    from crosscheck.cli import parser
+    from mechdyn.cliutil import run
+
+    for argv, words in [(["springpend", "--sim", "0.1", "1e-3", "--scheme", "hht"], "rsda elements"),
+                        (["elbow", "--scheme", "hht"], "add --sim T DT"),
+                        (["elbow", "--sim", "0.1", "1e-3", "--alpha", "-0.1"], "add --scheme hht")]:
+        assert run(parser, ["chrono", *argv]) == 2
+        err = capsys.readouterr().err
+        assert (words if have_pychrono() else "pychrono") in err and len(err.strip().splitlines()) == 1
