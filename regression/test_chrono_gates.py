@@ -47,3 +47,22 @@ def test_chrono_sim(model_name, gate):
 
     dyn = dynamics(model_name)
     _gate_all(gate, model_name, sim_checks(dyn.model, *compare(dyn.model, dyn, SIM_T, SIM_DT), SIM_T))
+
+
+HHT_T, HHT_DT = 0.25, 1e-3  # crosscheck chrono MODEL --sim 0.25 1e-3 --scheme hht
+
+
+def test_chrono_hht(model_name, gate):
+    """hht_gap_dt, hht_gap_dt2 and hht_ratio: the generalized-α stepper at HHT's setting against Chrono's HHT,
+    both second order (the ratio 4.0 ± 0.4)."""
+    from crosscheck.chrono.checks import sim_checks
+    from crosscheck.chrono.sim import compare
+    from mechdyn.codegen.derivs import MAX_NV
+
+    dyn = dynamics(model_name)
+    if dyn.model.rsdas:
+        pytest.skip(f"{model_name}'s rsda torques are held over Chrono's step (first order): the euler pair covers it")
+    if dyn.nv > MAX_NV:
+        pytest.skip(f"{model_name} has {dyn.nv} velocity coordinates, past the derivatives' {MAX_NV}")
+    _gate_all(gate, model_name, sim_checks(dyn.model, *compare(dyn.model, dyn, HHT_T, HHT_DT, scheme="hht"), HHT_T,
+                                           "hht"))

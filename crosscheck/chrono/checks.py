@@ -161,9 +161,9 @@ def _regime(ratio: float, roundoff: bool) -> str:
 
 def sim_checks(model: Model, run_dt: SimRun, run_dt2: SimRun, T: float, scheme: str = "euler") -> list[Check]:
     """sim_gap_dt, sim_gap_dt2 and sim_ratio from the two side-by-side runs; with the "hht" pair (both second
-    order) the ratio must be RATIO_SECOND's."""
-    out = []
-    for key, r in (("sim_gap_dt", run_dt), ("sim_gap_dt2", run_dt2)):
+    order) hht_gap_dt, hht_gap_dt2 and hht_ratio, which must be RATIO_SECOND's."""
+    out, pre = [], "hht" if scheme == "hht" else "sim"
+    for key, r in ((f"{pre}_gap_dt", run_dt), (f"{pre}_gap_dt2", run_dt2)):
         g, k, b = r.worst
         out.append(Check(key, g, GATE_SIM_GAP,
                          f"T={T:g} dt={r.dt:g}, max gap generated vs Chrono, position (m) or attitude (rad) "
@@ -175,7 +175,7 @@ def sim_checks(model: Model, run_dt: SimRun, run_dt2: SimRun, T: float, scheme: 
     if scheme == "hht":
         ok = roundoff or RATIO_SECOND[0] <= ratio <= RATIO_SECOND[1]
         regime = regime if roundoff or not ok else "second order: both schemes are"
-        out.append(RatioCheck("sim_ratio", ratio, RATIO_SECOND[1], "gap(dt) / gap(dt/2), two second-order schemes",
+        out.append(RatioCheck("hht_ratio", ratio, RATIO_SECOND[1], "gap(dt) / gap(dt/2), two second-order schemes",
                               "" if ok else "two second-order schemes whose gap does not fall by 4 per halving",
                               regime=regime, roundoff=roundoff, windows=(RATIO_SECOND,)))
         return out

@@ -262,8 +262,8 @@ class ContactSim:
         return self.dyn.forward(q, qd, tau, fext, act)
 
     def _result(self, rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed) -> ContactRun:
-        return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], A[:rec],
-                          seconds, dict(zip(STAGES, timers.tolist())) if timed else {})
+        return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], aux=A[:rec],
+                          seconds=seconds, stages=dict(zip(STAGES, timers.tolist())) if timed else {})
 
     def metrics(self, q, qd) -> np.ndarray:
         """The AUX row at (q, qd) with no step taken: no work, wrench or impulse but the carried impulse."""

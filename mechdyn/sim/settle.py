@@ -72,8 +72,8 @@ def _joined(a: ContactRun, b: ContactRun) -> ContactRun:
     aux[:, AUX.index("work")] += a.aux[-1, AUX.index("work")]
     return ContactRun(np.concatenate([a.t, b.t[1:]]), np.concatenate([a.q, b.q[1:]]),
                       np.concatenate([a.qd, b.qd[1:]]), a.dt, a.scheme, np.concatenate([a.dissipated, aux[:, 0]]),
-                      np.concatenate([a.aux, aux]), a.seconds + b.seconds,
-                      {k: a.stages.get(k, 0.0) + b.stages.get(k, 0.0) for k in a.stages | b.stages})
+                      aux=np.concatenate([a.aux, aux]), seconds=a.seconds + b.seconds,
+                      stages={k: a.stages.get(k, 0.0) + b.stages.get(k, 0.0) for k in a.stages | b.stages})
 
 
 def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int = 90, anchored: bool = False,
