@@ -8,8 +8,6 @@
 #include <string.h>
 
 /* API begin */
-typedef void (*md_ga_dyn_fn)(const double *q, const double *qd, const double *tau, const double *fext,
-                             const double *act, double *qdd);
 typedef void (*md_ga_derivs_fn)(const double *q, const double *qd, const double *tau, const double *fext,
                                 const double *act, double *qdd, double *dq, double *dqd, double *dtau, double *dact,
                                 double *dfext);
@@ -20,8 +18,7 @@ typedef struct {
     int njoint;
     const int *kind;       /* per joint: 0 single-DOF, 1 floating */
     const int *iq, *iv;    /* per joint: its first q and qd slot */
-    md_ga_dyn_fn fwd_dyn;
-    md_ga_derivs_fn derivs;
+    md_ga_derivs_fn derivs; /* the model's fwd_dyn_derivs: qdd with its derivatives, the residual and its matrix */
     md_ga_power_fn power;  /* the model's dampers' dissipated power into out[0] */
 } md_ga_plant;
 

@@ -135,7 +135,6 @@ class Stepper:
         p = ffi.new("md_ga_plant *")
         p.nq, p.nv, p.nbody, p.nact, p.njoint = dyn.nq, dyn.nv, dyn.nbody, dyn.nact, len(kinds)
         p.kind, p.iq, p.iv = self._keep
-        p.fwd_dyn = ffi.cast("md_ga_dyn_fn", dyn.address("fwd_dyn"))
         p.derivs = ffi.cast("md_ga_derivs_fn", dyn.address("fwd_dyn_derivs"))
         p.power = ffi.cast("md_ga_power_fn", dyn.address("fwd_dyn_power"))
         self.plant = p
