@@ -349,6 +349,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     from mechdyn.dynamics import Dynamics
     from mechdyn.sim.run import initial_state
     from mechdyn.sim.energy import energy_balance
+    from mechdyn.sim.implicit import NewtonFailed
     from mechdyn.sim.run import SimulationDiverged, simulate
     from mechdyn.sim.trace import write_trace
 
@@ -391,7 +392,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     except SimulationDiverged as e:
         print(f"sim: {e}; nothing written (a smaller --dt may keep it finite)", file=sys.stderr)
         return EXIT_FAIL
-    except RuntimeError as e:  # implicit.NewtonFailed
+    except NewtonFailed as e:
         print(f"sim: {e}; nothing written", file=sys.stderr)
         return EXIT_FAIL
     t_step = time.perf_counter()

@@ -355,6 +355,25 @@ class Dynamics:
         self._lib.fwd_dyn_drift(pq, pqd, real_scalar("tau", tau))
         return out
 
+    def check_schedule(self, tau, fext=None, act=None, dt_sched: float = 1.0) -> tuple:
+        """Input schedules for stepping in C, checked: tau (nsched, nv), fext (nsched, nbody, 6) and act (nsched,
+        nact) share one nsched >= 1, fext's rows as forward checks them; dt_sched must be finite, and > 0 when
+        nsched > 1. Returns nsched, dt_sched and the three as C-contiguous float64 arrays (None for an omitted
+        fext or act), for fwd_dyn_sim (step) and the implicit stepper alike."""
+        nsched = np.shape(tau)[0] if np.ndim(tau) == 2 else 0
+        if nsched < 1:
+            raise ValueError(f"tau has shape {np.shape(tau)}, expected (nsched, {self.nv}) with nsched >= 1")
+        nsched = integer("nsched (the schedule's length)", nsched, 1, _C_INT_MAX)
+        dt_sched = real_scalar("dt_sched", dt_sched)
+        if nsched > 1 and dt_sched <= 0:
+            raise ValueError(f"dt_sched is {dt_sched}, expected > 0 for a schedule of {nsched} samples")
+        ta, _ = self._arr("tau", tau, (nsched, self.nv))
+        fa, _ = self._arr("fext", fext, (nsched, self.nbody, 6), optional=True)
+        if fa is not None:
+            self._check_fext("fext", fa)
+        aa, _ = self._arr("act", act, (nsched, self.nact), optional=True)
+        return nsched, dt_sched, ta, fa, aa
+
     def step(self, scheme: int, nsteps: int, t0: float, dt: float, q: np.ndarray, qd: np.ndarray, qdd_prev: np.ndarray,
              tau: np.ndarray, fext: np.ndarray | None, act: np.ndarray | None, dt_sched: float,
              stride: int, traj_q: np.ndarray, traj_qd: np.ndarray, work: np.ndarray,
@@ -371,22 +390,12 @@ class Dynamics:
             raise ValueError(f"scheme is {scheme!r}, expected one of {sorted(SCHEMES.values())} ({SCHEMES})")
         nsteps, stride = integer("nsteps", nsteps, 0), integer("stride", stride, 1)
         t0, dt = real_scalar("t0", t0), real_scalar("dt", dt)
-        nsched = np.shape(tau)[0] if np.ndim(tau) == 2 else 0
-        if nsched < 1:
-            raise ValueError(f"tau has shape {np.shape(tau)}, expected (nsched, {self.nv}) with nsched >= 1")
-        nsched = integer("nsched (the schedule's length)", nsched, 1, _C_INT_MAX)
-        dt_sched = real_scalar("dt_sched", dt_sched)
-        if nsched > 1 and dt_sched <= 0:
-            raise ValueError(f"dt_sched is {dt_sched}, expected > 0 for a schedule of {nsched} samples")
+        nsched, dt_sched, tau, fext, act = self.check_schedule(tau, fext, act, dt_sched)
+        ptau, pf, pa = (self._ffi.NULL if x is None else self._ffi.from_buffer("double[]", x) for x in (tau, fext, act))
         _, pq = self._arr("q", q, (self.nq,), inplace=True)
         self._check_quaternions("q", q)
         _, pqd = self._arr("qd", qd, (self.nv,), inplace=True)
         _, pqdd = self._arr("qdd_prev", qdd_prev, (self.nv,), inplace=True)
-        _, ptau = self._arr("tau", tau, (nsched, self.nv))
-        fa, pf = self._arr("fext", fext, (nsched, self.nbody, 6), optional=True)
-        if fa is not None:
-            self._check_fext("fext", fa)
-        _, pa = self._arr("act", act, (nsched, self.nact), optional=True)
         nrec = nsteps // stride  # the rows fwd_dyn_sim writes
         _, ptq = self._arr("traj_q", traj_q, (nrec, self.nq), inplace=True, min_rows=True)
         _, ptqd = self._arr("traj_qd", traj_qd, (nrec, self.nv), inplace=True, min_rows=True)

@@ -220,7 +220,7 @@ typedef struct {
 static int ga_alloc(const md_ga_plant *m, ga_work *w)
 {
     const int nq = m->nq, nv = m->nv, nn = nv * nv, na = m->nact > 0 ? m->nact : 1;
-    w->pool = calloc((size_t)(nq + 10 * nv + 4 * nn + nv * na + 6 * nv * m->nbody + 36), sizeof(double));
+    w->pool = calloc((size_t)(nq + 9 * nv + 4 * nn + nv * na + 6 * nv * m->nbody + 36), sizeof(double));
     w->piv = calloc((size_t)nv, sizeof(int));
     if (!w->pool || !w->piv) {
         free(w->pool);

@@ -109,12 +109,9 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
     if scheme in IMPLICIT:
         return _implicit(dyn, scheme, (implicit or imp.Implicit()).checked(), q, qd, nsteps, dt, stride,
                          (tau_s, fext_s, act_s), dt_sched if nsched > 1 else 1.0, progress)
-    nrec = nsteps // stride
-    Q, QD, W = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros(nrec + 1)
-    Q[0], QD[0] = q, qd
+    Q, QD, W = _records(dyn, q, qd, nsteps // stride)
     work = np.zeros(1)
-    first = lambda s: None if s is None else s[0]  # noqa: E731
-    qdd_prev = dyn.forward(q, qd, tau_s[0], first(fext_s), first(act_s))  # Verlet's first predictor
+    qdd_prev = dyn.forward(q, qd, tau_s[0], _first(fext_s), _first(act_s))  # Verlet's first predictor
     rec = 1
 
     def advance(done: int, n: int) -> int:
@@ -129,6 +126,18 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
         partial = _trajectory(rec, stride, dt, scheme, Q, QD, W)
         raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
     return _trajectory(rec, stride, dt, scheme, Q, QD, W)
+
+
+def _first(schedule: np.ndarray | None) -> np.ndarray | None:
+    """A schedule's first sample (None for an omitted input)."""
+    return None if schedule is None else schedule[0]
+
+
+def _records(dyn: Dynamics, q: np.ndarray, qd: np.ndarray, nrec: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run's record buffers Q, QD and the dissipated work W: the start's row, then nrec rows for C to fill."""
+    Q, QD, W = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros(nrec + 1)
+    Q[0], QD[0] = q, qd
+    return Q, QD, W
 
 
 def _chunked(dyn: Dynamics, nsteps: int, stride: int, progress: bool, advance: Callable[[int, int], int]) -> int:
@@ -157,18 +166,13 @@ def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD
 def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd: np.ndarray, nsteps: int,
               dt: float, stride: int, sched: tuple, dt_sched: float, progress: bool) -> Trajectory:
     """simulate's run with an implicit scheme: galpha.c in chunks of whole strides, as the explicit loop."""
-    tau_s, fext_s, act_s = sched
-    n = len(tau_s)
-    _, _, tau_c, fext_c, act_c = dyn.check_states(np.tile(q, (n, 1)), np.zeros((n, dyn.nv)), tau_s, fext_s, act_s)
+    n, dt_sched, tau_c, fext_c, act_c = dyn.check_schedule(*sched, dt_sched)
     st = imp.Stepper(dyn)
     ffi, lib = st.mod.ffi, st.mod.lib
     o = st.options(scheme, opts)
     buf = lambda a: ffi.NULL if a is None else ffi.from_buffer("double[]", a)  # noqa: E731
-    first = lambda s: None if s is None else s[0]  # noqa: E731
-    qdd, acc = imp.start(dyn, q, qd, tau_c[0], first(fext_c), first(act_c))
-    nrec = nsteps // stride
-    Q, QD, W = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros(nrec + 1)
-    Q[0], QD[0] = q, qd
+    qdd, acc = imp.start(dyn, q, qd, tau_c[0], _first(fext_c), _first(act_c))
+    Q, QD, W = _records(dyn, q, qd, nsteps // stride)
     raw, work = np.zeros(imp.STATS), np.zeros(1)
     conv, status = np.zeros(o.max_iter), ffi.new("int *")
     rec = 1
