@@ -46,6 +46,7 @@ void md_ga_dexp(const double *xi, double *T);
 int md_ga_system(const md_ga_plant *m, const md_ga_opts *o, double h, const double *qn, const double *vn,
                  const double *fn, const double *an, const double *x, const double *tau, const double *fext,
                  const double *act, double *r, double *J);
+int md_ga_lu_solve(int n, double *A, int *piv, double *x);
 /* API end */
 
 /* x is neither inf nor NaN, read from its exponent bits (isfinite() may fold to 1 under -ffinite-math-only) */
@@ -198,15 +199,25 @@ static int ga_lu(int n, double *A, int *piv)
 /* x ← A⁻¹ x with ga_lu's factor */
 static void ga_solve(int n, const double *A, const int *piv, double *x)
 {
-    for (int k = 0; k < n; ++k) {
+    /* every row swap first: the factor's rows of L were swapped with the rest, so L is in the final order */
+    for (int k = 0; k < n; ++k)
         if (piv[k] != k) { double t = x[k]; x[k] = x[piv[k]]; x[piv[k]] = t; }
+    for (int k = 0; k < n; ++k)
         for (int i = k + 1; i < n; ++i) x[i] -= A[i * n + k] * x[k];
-    }
     for (int k = n - 1; k >= 0; --k) {
         double s = x[k];
         for (int j = k + 1; j < n; ++j) s -= A[k * n + j] * x[j];
         x[k] = s / A[k * n + k];
     }
+}
+
+/* x ← A⁻¹ x, A (n × n, row-major) overwritten by its factor, piv (n) by its row swaps: 0, or -1 singular.
+ * Exported for the tests: the factor and the solve that Newton uses, on any matrix. */
+int md_ga_lu_solve(int n, double *A, int *piv, double *x)
+{
+    if (ga_lu(n, A, piv)) return -1;
+    ga_solve(n, A, piv, x);
+    return 0;
 }
 
 /* The workspace of one stepper call */

@@ -39,6 +39,47 @@ def group_ops(mod=None):
     return exp, dexp
 
 
+def lu_solve(A: np.ndarray, b: np.ndarray, mod=None) -> np.ndarray:
+    """galpha.c's factor and solve (what Newton uses) on A x = b."""
+    mod = mod or imp.module()
+    A, x = np.array(A, dtype=float), np.array(b, dtype=float)
+    assert mod.lib.md_ga_lu_solve(len(x), _c(mod, A), mod.ffi.new("int[]", len(x)), _c(mod, x)) == 0
+    return x
+
+
+def pivoting_matrices(n: int = 30, count: int = 20) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Random systems whose factor swaps rows, as the contact loop's matrices do (a diagonally dominant −I + ε
+    matrix, as the trees give, never swaps and could not tell a right solve from a wrong one)."""
+    rng = np.random.default_rng(7)
+    return [(rng.normal(size=(n, n)), rng.normal(size=n)) for _ in range(count)]
+
+
+def test_linear_solve_matches_scipy():
+    from scipy.linalg import solve
+    for A, b in pivoting_matrices():
+        x = lu_solve(A, b)
+        assert np.abs(x - solve(A, b)).max() <= 1e-10 * np.abs(x).max()
+
+
+def test_planted_interleaved_row_swaps_are_caught():
+    """The solve once applied each row swap in turn between the eliminations, on a factor whose rows of L had
+    been swapped with the rest: right without pivoting, wrong with it (Newton then stalled on the contact)."""
+    text = (Path(imp.__file__).parent / "galpha.c").read_text()
+    good = """    for (int k = 0; k < n; ++k)
+        if (piv[k] != k) { double t = x[k]; x[k] = x[piv[k]]; x[piv[k]] = t; }
+    for (int k = 0; k < n; ++k)
+        for (int i = k + 1; i < n; ++i) x[i] -= A[i * n + k] * x[k];"""
+    planted = text.replace(good, """    for (int k = 0; k < n; ++k) {
+        if (piv[k] != k) { double t = x[k]; x[k] = x[piv[k]]; x[piv[k]] = t; }
+        for (int i = k + 1; i < n; ++i) x[i] -= A[i * n + k] * x[k];
+    }""")
+    assert planted != text
+    mod = imp.compile(planted)
+    worst = max(np.abs(lu_solve(A, b, mod) - np.linalg.solve(A, b)).max() for A, b in pivoting_matrices())
+    print(f"planted interleaved swaps: solve error {worst:.3g}")
+    assert worst > 1e-3
+
+
 def se3(xi: np.ndarray) -> np.ndarray:
     """The 4×4 SE(3) exponential of xi = [φ; p] by scipy's matrix exponential (no closed form shared)."""
     X = np.zeros((4, 4))
