@@ -454,3 +454,99 @@ def bench_contact_sim(dyn: Dynamics, dt: float | None = None, simulated: float =
                            best["rec"] - best["none"], best["bare"] - best["none"], best["timed"] - best["none"],
                            best["wall"], dict(zip(STAGES, laps.sum(axis=0).tolist())), chunk, 6, repeats,
                            (load0, os.getloadavg()[0]))
+
+
+@dataclass(frozen=True)
+class ContactSchemeBench:
+    """One scheme's stepping with contact in ContactImplicitBench."""
+    scheme: str
+    dt: float
+    step: str  # how dt was chosen
+    steps: int
+    cpu: float  # CPU s of the timed span, the minimum over repeats
+    corrections_per_step: float = 0.0  # the implicit scheme's Newton corrections (0: explicit)
+    matrices: int = 0  # its iteration matrices built by differences over the span
+
+    @property
+    def us_per_step(self) -> float:
+        return 1e6 * self.cpu / self.steps
+
+    @property
+    def realtime_factor(self) -> float:
+        return self.steps * self.dt / self.cpu
+
+
+@dataclass(frozen=True)
+class ContactImplicitBench:
+    """A tracked model's settle stepped by Verlet at its accuracy step and by an implicit scheme at its own step,
+    timed over the same simulated span in one run (CPU time of the calling thread)."""
+    model: str
+    lead_in: float
+    simulated: float
+    mode: str
+    repeats: int
+    verlet: ContactSchemeBench
+    implicit: ContactSchemeBench
+    command: str  # the `mechdyn sim` that runs the implicit scheme's settle and hold with their gates
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {k: {"us_per_step": b.us_per_step, "realtime_factor": b.realtime_factor}
+                               for k, b in (("verlet_figures", self.verlet), ("implicit_figures", self.implicit))} | {
+            "machine": machine()}
+
+    def lines(self) -> list[str]:
+        def line(b: ContactSchemeBench) -> str:
+            newton = (f", {b.corrections_per_step:.3g} corrections a step, {b.matrices} matrices"
+                      if b.corrections_per_step else "")
+            return (f"bench:   {b.scheme:<7} {b.step}: {b.us_per_step:9.2f} us/step{newton}, "
+                    f"real-time factor {b.realtime_factor:.3g}")
+        v, i = self.verlet, self.implicit
+        return [f"bench: {self.model} settling from q0 at rest with contact, {self.simulated:g} s simulated after a "
+                f"{self.lead_in:g} s lead-in, CPU time, minimum of {self.repeats} repeats, on {machine()}",
+                line(v), line(i),
+                f"bench: {i.scheme} ({self.mode}) runs at {i.realtime_factor / v.realtime_factor:.3g}x Verlet's "
+                f"real-time factor with {i.dt / v.dt:.3g}x its step (the gates at each step: {self.command} and "
+                f"mechdyn sim {self.model} --dt {v.dt:g})"]
+
+
+def bench_contact_implicit(dyn: Dynamics, dt: float, scheme: str = "galpha", implicit=None,
+                           verlet_dt: float | None = None, simulated: float = 1.0, lead_in: float = 0.1,
+                           repeats: int = 3) -> ContactImplicitBench:
+    """The settle from q0 at rest stepped by Verlet at verlet_dt (None: the accuracy step) and by `scheme` at dt,
+    each from the state its own untimed `lead_in` s reached (past the ground's gain ramp), `simulated` s timed,
+    recording only the last row; interleaved repeats, the minimum CPU time of each."""
+    from mechdyn.sim.contact import ContactSim, accuracy_step
+    from mechdyn.sim.implicit import Implicit
+    from mechdyn.sim.run import step_count
+
+    opts, chosen = implicit or Implicit(), accuracy_step(ContactSim(dyn).contact)
+    verlet = (chosen.dt, chosen.describe()) if verlet_dt is None else (verlet_dt, f"dt {verlet_dt:.4g} s (given)")
+    runs = {}
+    for name, sim_dt, how in (("verlet", *verlet), (scheme, dt, f"dt {dt:.4g} s (given)")):
+        sim = ContactSim(dyn)
+        kw = {"implicit": opts} if name != "verlet" else {}
+        lead = sim.run(dyn.model.q0(), np.zeros(dyn.nv), lead_in, sim_dt, name,
+                       stride=max(1, step_count(lead_in, sim_dt)), **kw)
+        runs[name] = (sim, sim_dt, how, lead.q[-1], lead.qd[-1], lead.t[-1], kw)
+    best = {name: (np.inf, None) for name in runs}
+    with tqdm(total=repeats, desc=f"bench {dyn.model.name}: {scheme} and verlet with contact", unit="pass",
+              leave=False, disable=None) as bar:
+        for _ in range(repeats):
+            for name, (sim, sim_dt, _, q1, qd1, t1, kw) in runs.items():
+                steps = step_count(simulated, sim_dt)
+                c0 = time.thread_time()
+                r = sim.run(q1, qd1, steps * sim_dt, sim_dt, name, stride=steps, t0=t1, **kw)
+                cpu = time.thread_time() - c0
+                if cpu < best[name][0]:
+                    best[name] = (cpu, r.newton)
+            bar.update()
+    out = []
+    for name, (sim, sim_dt, how, *_rest) in runs.items():
+        cpu, n = best[name]
+        out.append(ContactSchemeBench(name, sim_dt, how, step_count(simulated, sim_dt), cpu,
+                                      n.per_step if n else 0.0, n.matrices if n else 0))
+    mode = f"{opts.iterations} corrections a step" if opts.iterations else f"to tolerance {opts.tol:g}"
+    command = f"mechdyn sim {dyn.model.name} --scheme {scheme} --dt {dt:g}" + (
+        f" --newton {opts.iterations}" if opts.iterations else "")
+    return ContactImplicitBench(dyn.model.name, lead_in, simulated, mode, repeats, out[0], out[1], command)
+

@@ -2,7 +2,7 @@
 
     mechdyn info <model>
     mechdyn gen <model> [-o file.c]
-    mechdyn bench <model> [--sim DT [--scheme galpha|hht [--newton N]]] [--json]
+    mechdyn bench <model> [--sim DT [--scheme galpha|hht [--newton N] [--verlet-dt DT]]] [--json]
     mechdyn export <model> [--urdf out.urdf] [--mjcf out.xml]
     mechdyn sim <model> [--time T] [--dt DT] [--scheme verlet|euler|galpha|hht] [--trace out.csv] [--stride N]
     mechdyn plot out.csv [-o dir] [--at T1,T2,...] [--band NAME]
@@ -154,7 +154,7 @@ ACCURACY_STEP = 0.0  # `bench --sim` given without DT (no DT can be 0): the cont
 def cmd_bench(args: argparse.Namespace) -> int:
     """Time the generated forward dynamics alone (fwd_dyn and fwd_dyn_batch), or with --sim the stepping loop: a
     tree model's Verlet stepping, a model with contact its contact stepping loop."""
-    from mechdyn.bench import bench, bench_contact_sim, bench_implicit, bench_sim
+    from mechdyn.bench import bench, bench_contact_implicit, bench_contact_sim, bench_implicit, bench_sim
     from mechdyn.dynamics import Dynamics
 
     if args.contact and args.sim is not None:
@@ -165,19 +165,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise moved("bench --peers", shlex.join(["bench", "--peers", *given]))
     model = load_model(args.model)
     contact = bool(model.tracks) or model.ground is not None
-    if args.scheme != "verlet" and (args.sim in (None, ACCURACY_STEP) or contact):
-        raise InputError("bench: --scheme times a tree or loop model's implicit stepping: give --sim DT (the "
-                         "contact loop steps with verlet)")
+    if args.scheme != "verlet" and args.sim in (None, ACCURACY_STEP):
+        raise InputError("bench: --scheme times the implicit stepping at a step you choose: give --sim DT (with "
+                         "contact, Verlet is timed beside it at the accuracy step)")
+    if args.verlet_dt is not None and (args.scheme == "verlet" or not contact):
+        raise InputError("bench: --verlet-dt sets Verlet's step beside an implicit scheme on a model with contact: "
+                         "add --scheme galpha (or hht) and a model with a band or a ground")
     if args.newton is not None and args.scheme == "verlet":
         raise InputError("bench: --newton N is the implicit schemes' real-time mode: add --scheme galpha or hht")
     if args.sim == ACCURACY_STEP and not contact:
         raise InputError(f"bench: --sim without DT takes the contact step chosen by accuracy, and '{model.name}' "
                          "has no band and no ground; give --sim DT")
     dyn = Dynamics(model, progress=True)
+    from mechdyn.sim.implicit import NewtonFailed
     from mechdyn.sim.run import SimulationDiverged
 
     try:
-        if args.sim is not None and contact:
+        if args.sim is not None and contact and args.scheme != "verlet":
+            from mechdyn.sim.implicit import Implicit
+
+            res = bench_contact_implicit(dyn, args.sim, args.scheme, Implicit(iterations=args.newton).checked(),
+                                         verlet_dt=args.verlet_dt, repeats=args.repeats)
+        elif args.sim is not None and contact:
             res = bench_contact_sim(dyn, None if args.sim == ACCURACY_STEP else args.sim, repeats=args.repeats)
         elif args.sim is not None and args.scheme != "verlet":
             from mechdyn.sim.implicit import Implicit
@@ -191,7 +200,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             res = bench_sim(dyn, args.sim)
         else:
             res = bench(dyn, repeats=args.repeats)
-    except SimulationDiverged as e:
+    except (SimulationDiverged, NewtonFailed) as e:
         print(f"bench: {e}; a smaller --sim DT may keep it finite", file=sys.stderr)
         return EXIT_FAIL
     if not args.contact:
@@ -233,11 +242,11 @@ def _process_seconds() -> float:
         return time.perf_counter() - _IMPORTED
 
 
-def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str], list]:
+def after_settle(args: argparse.Namespace, dyn, settled, implicit=None) -> tuple[list, list[str], list]:
     """The runs that continue from a settle (settled.state) at its step: their gates, notes and runs (each a
     ContactRun), printed after the settle's. The slope hold on --slope DEG (default 15, 0: none) with anchored
     friction and the regularized control (or the one --fric names), for --hold-time s; with --drive, the flat
-    coast and the climb up --slope (or 15°)."""
+    coast and the climb up --slope (or 15°). The hold steps with the settle's scheme (`implicit`: its settings)."""
     from mechdyn.sim.drive import climb, coast
     from mechdyn.sim.slope import hold
 
@@ -246,7 +255,8 @@ def after_settle(args: argparse.Namespace, dyn, settled) -> tuple[list, list[str
     gates, notes, runs = [], [], []
     if args.slope:
         for fric in [args.fric] if args.fric else ["anchor", "reg"]:
-            h = hold(dyn, q, qd, args.slope, fric, T=args.hold_time, dt=dt, progress=True)
+            h = hold(dyn, q, qd, args.slope, fric, T=args.hold_time, dt=dt, progress=True, scheme=args.scheme,
+                     implicit=implicit)
             gates += h.gates
             runs += [h.run, h.tail]
             notes.append(f"hold, {fric} friction, on {args.slope:g}°: {_simulated(h.run):.3g} s stepped in "
@@ -277,12 +287,14 @@ def _simulated(run) -> float:
     return float(run.t[-1] - run.t[0])
 
 
-def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, startup: float) -> int:
+def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, startup: float, implicit=None) -> int:
     """Settle a model with contact (a band or a ground) from its design pose at rest and print its gates; exit 1
-    if one fails or the state went non-finite. t_start, startup: as cmd_sim measures them, before loading."""
+    if one fails or the state went non-finite (or Newton failed). t_start, startup: as cmd_sim measures them,
+    before loading; `implicit`: the implicit scheme's settings."""
     from mechdyn.dynamics import Dynamics
     from mechdyn.sim.gate import all_passed
     from mechdyn.sim.contact import SAMPLES
+    from mechdyn.sim.implicit import NewtonFailed
     from mechdyn.sim.run import SimulationDiverged
     from mechdyn.sim.settle import settle
 
@@ -296,7 +308,10 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
     t_load = time.perf_counter()
     try:
         res = settle(dyn, T, dt=args.dt, samples=args.samples or SAMPLES, stride=args.stride, scheme=args.scheme,
-                     progress=True)
+                     progress=True, implicit=implicit)
+    except NewtonFailed as e:
+        print(f"sim: {e}", file=sys.stderr)
+        return EXIT_FAIL
     except SimulationDiverged as e:
         print(f"sim: {e}; a smaller --dt (or more --samples) may keep it finite", file=sys.stderr)
         return EXIT_FAIL
@@ -310,13 +325,18 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
         print(g.line())
     for n in res.notes:
         print(f"sim: {n}")
+    if res.run.newton is not None:
+        print(newton_line(res.run.newton, implicit) + " (the settle)")
     if args.trace:
         from mechdyn.sim.trace import trace_stride, write_contact_trace
 
         write_contact_trace(Path(args.trace), res.sim, res.every(trace_stride(nsteps)), res.step)
         print(f"sim: trace {args.trace}")
     try:
-        more, notes, runs = after_settle(args, dyn, res)
+        more, notes, runs = after_settle(args, dyn, res, implicit)
+    except NewtonFailed as e:
+        print(f"sim: after the settle: {e}", file=sys.stderr)
+        return EXIT_FAIL
     except SimulationDiverged as e:
         print(f"sim: after the settle: {e}; a smaller --dt (or more --samples) may keep it finite", file=sys.stderr)
         return EXIT_FAIL
@@ -358,10 +378,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     implicit = _implicit_options(args)
     if model.tracks or model.ground is not None:
-        if implicit is not None:
-            raise InputError(f"sim: --scheme {args.scheme} does not step contact yet: the tracked models' settle, hold "
-                             "and drive run with --scheme verlet or euler")
-        return cmd_sim_contact(args, model, t_start, startup)
+        if implicit is not None and (implicit.adaptive or args.drive):
+            raise InputError(f"sim: --scheme {args.scheme} steps a model with contact at a fixed --dt, through the "
+                             "settle and the hold: --adaptive and --drive are not available there")
+        return cmd_sim_contact(args, model, t_start, startup, implicit)
     if args.samples is not None:
         raise InputError("sim: --samples chooses the step of a model with contact; give a tree model's step by --dt")
     args.time = 1.0 if args.time is None else args.time
@@ -429,13 +449,18 @@ def cmd_sim(args: argparse.Namespace) -> int:
           f"load/compile {load:.3g} s, stepping {stepping:.3g} s, post-processing (energy"
           f"{', closure' if closure is not None else ''}{', trace' if args.trace else ''}) {post:.3g} s")
     if tr.newton is not None:
-        n = tr.newton
-        steps = (f"{n.steps} steps from {n.h_min:.3g} to {n.h_max:.3g} s, {n.rejected} rejected; "
-                 if implicit.adaptive else "")
-        mode = (f"exactly {implicit.iterations} a step (the real-time mode), the last correction at most "
-                f"{n.last_change:.2e} (velocity)" if implicit.iterations else f"{n.per_step:.3g} a step, at most {n.most}")
-        print(f"sim: Newton: {steps}{n.iterations} corrections, {mode}")
+        print(newton_line(tr.newton, implicit))
     return EXIT_PASS
+
+
+def newton_line(n, implicit) -> str:
+    """sim's summary of an implicit run's NewtonStats n, run with settings `implicit`."""
+    steps = f"{n.steps} steps from {n.h_min:.3g} to {n.h_max:.3g} s, {n.rejected} rejected; " if implicit.adaptive else ""
+    mode = (f"exactly {implicit.iterations} a step (the real-time mode), the last correction at most "
+            f"{n.last_change:.2e} (velocity)" if implicit.iterations else f"{n.per_step:.3g} a step, at most {n.most}")
+    matrices = f"; {n.matrices} iteration matrices built by differences" if n.matrices else ""
+    return f"sim: Newton: {steps}{n.iterations} corrections, {mode}{matrices}"
+
 
 
 def _implicit_options(args: argparse.Namespace):
@@ -634,7 +659,13 @@ def parser() -> argparse.ArgumentParser:
                        description="Time fwd_dyn in a C loop over a pool of 256 random states (minimum over "
                        "repeats, with a running checksum), and fwd_dyn_batch on the same states. Reports ns/call, "
                        "ns/state batched and the generated code's flop count. The same beside the dense reference: "
-                       "crosscheck bench MODEL; beside Pinocchio and MuJoCo: crosscheck bench --peers MODEL.")
+                       "crosscheck bench MODEL; beside Pinocchio and MuJoCo: crosscheck bench --peers MODEL.",
+                       epilog="examples:\n  mechdyn bench hmmwv\n  mechdyn bench elbow --sim 1e-3\n"
+                       "  mechdyn bench m113 --sim              # the contact loop at the accuracy step, by stage\n"
+                       "  mechdyn bench hmmwv --sim 1e-3 --scheme galpha --newton 2\n"
+                       "  mechdyn bench m113 --sim 1.2e-3 --scheme galpha --newton 3 --verlet-dt 3.28e-4\n"
+                       "                                        # each at its largest step that passes the gates",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("model", help="a model name in models/ or a path to a .mech file")
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
     b.add_argument("--sim", type=positive_float, metavar="DT", nargs="?", const=ACCURACY_STEP,
@@ -643,11 +674,15 @@ def parser() -> argparse.ArgumentParser:
                    "kinematics, band, ground, dynamics and integration; DT defaults to the step chosen by accuracy. A "
                    "tree model: Verlet in C (fwd_dyn_sim) against the same loop driven from Python one forward() "
                    "call at a time (DT required)")
-    b.add_argument("--scheme", choices=["verlet", "galpha", "hht"], default="verlet", help="with --sim DT on a "
-                   "model without contact: time the implicit stepper (us per step, Newton corrections per step, "
-                   "the real-time factor) beside Verlet's us per step at the same DT, in one run")
+    b.add_argument("--scheme", choices=["verlet", "galpha", "hht"], default="verlet", help="with --sim DT: time "
+                   "the implicit stepper (us per step, Newton corrections per step, the real-time factor) beside "
+                   "Verlet in one run: on a model without contact Verlet at the same DT, on a model with contact "
+                   "the settle, Verlet at its accuracy step")
     b.add_argument("--newton", type=int_range(1, 1000), metavar="N", help="with --scheme: exactly N corrections "
                    "a step (the real-time mode) instead of Newton to its tolerance")
+    b.add_argument("--verlet-dt", type=positive_float, metavar="DT", help="with --scheme on a model with contact: "
+                   "Verlet's step beside it (default: the accuracy step), e.g. its largest step that passes the "
+                   "settle's gates")
     b.add_argument("--peers", action="store_true", help="moved: crosscheck bench --peers MODEL (this says so, "
                    "exit 2)")
     b.add_argument("--contact", action="store_true", help="also time the band and ground contact producers (a "
@@ -687,6 +722,7 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn sim elbow --scheme hht --alpha -0.2 --newton 3    # real time: 3 corrections a step\n"
                        "  mechdyn sim satellite --scheme galpha --adaptive --rtol 1e-8 --dt 0.01\n"
                        "  mechdyn sim m113                    # the 4 s settle, the 8 s hold on 15 deg, their gates\n"
+                       "  mechdyn sim m113 --scheme galpha --dt 1.2e-3    # the same, implicit, 6.4x the step\n"
                        "  mechdyn sim m113 --slope 20 --fric reg --trace m113.csv\n"
                        "  mechdyn sim track_demo --drive --slope 10\n"
                        "  mechdyn sim track_min --samples 180 --time 2")

@@ -21,14 +21,17 @@ from mechdyn.contact.producers import Contact
 from mechdyn.core.model import Model
 from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
+from . import implicit as imp
 from . import native
-from .run import SimulationDiverged, Trajectory, _schedules, step_count
+from .run import IMPLICIT, SimulationDiverged, Trajectory, _schedules, step_count
 
 SAMPLES = 90  # steps per contact period (docs/simulation.md "The step")
 RAMP_GROUND = 0.02  # s over which the ground's gains ramp in from q0
 RAMP_BAND = 0.0  # the band's are not ramped: the model's tensioners push at full preload from t = 0
 BRAKE_PERIODS = 2.0  # the brake's period, in contact periods
 BRAKE_ZETA = 1.0  # the brake's damping, as a fraction of critical on the sprocket alone
+GALPHA = 2  # step.c's scheme number of the implicit schemes (galpha and hht differ in their parameters alone)
+IMPLICIT_DELTA = 1e-11  # m or rad: how far each difference column of the implicit scheme's matrix moves q
 
 # the columns of step.c's recorded rows (MD_AUX)
 AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
@@ -137,11 +140,32 @@ class ContactSim:
             setattr(plant, f, ffi.cast({"fwd_dyn": "md_dyn_fn", "drift": "md_drift_fn"}.get(f, "md_rows_fn"),
                                        dyn.address(name)))
         self._plant, self._lib_keep = plant, lib  # the generated module, alive while its functions are pointed at
+        self._ga_end = None  # the last implicit run's end: (q, qd, its true acceleration, scheme)
+        self._ga = self._implicit_state()
         self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
                                                   ("Xs", 18 * dyn.nbody), ("fstat", 6 * dyn.nbody),
                                                   ("astat", max(1, 4 * self.contact.ncorner)),
                                                   ("torque", max(1, self.contact.nroller)), ("tau", dyn.nv),
                                                   ("qdd", dyn.nv), ("qdm", dyn.nv))}
+
+    def _implicit_state(self):
+        """galpha.c's md_implicit for this model: the joints' layout, the carried state's arrays (kept alive on
+        self)."""
+        ffi, dyn, model = self.ffi, self.dyn, self.dyn.model
+        nv = dyn.nv
+        kinds = [int(b.joint == "floating") for b in model.bodies]
+        self._ga_layout = [ffi.new("int[]", x) for x in (kinds, list(model.qidx), list(model.vidx))]
+        self._ga_arrays = {"acc": np.zeros(nv), "wrench": np.zeros(12), "J": np.zeros(nv * nv),
+                           "anchors0": np.zeros(max(1, 4 * self.contact.ncorner)), "stats": np.zeros(imp.STATS + 1)}
+        self._ga_piv = ffi.new("int[]", nv)
+        G = ffi.new("md_implicit *")
+        p = G.plant
+        p.nq, p.nv, p.nbody, p.nact, p.njoint = dyn.nq, nv, dyn.nbody, dyn.nact, len(kinds)
+        p.kind, p.iq, p.iv = self._ga_layout
+        for k, a in self._ga_arrays.items():
+            setattr(G, k, ffi.from_buffer("double[]", a))
+        G.piv = self._ga_piv
+        return G
 
     @property
     def anchors(self) -> np.ndarray | None:
@@ -191,15 +215,23 @@ class ContactSim:
 
     def run(self, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1, t0: float = 0.0,
             tau=None, act=None, dt_sched: float | None = None, progress: bool = False,
-            timed: bool = False, dissipation: bool = False) -> ContactRun:
+            timed: bool = False, dissipation: bool = False, implicit: imp.Implicit | None = None) -> ContactRun:
         """Step from (q0, qd0) at time t0 for T seconds, recording the start and every stride-th step with its
         contact metrics (AUX). tau (nv,) and act (nact,) held, or schedules dt_sched apart as in simulate.
         `timed`: split the stepping time into STAGES (clock reads each stage: a little slower). `dissipation`:
         integrate the contact's dissipated power at every step into the work_contact column (the producers run
-        twice a step). Raises SimulationDiverged if the state goes non-finite."""
+        twice a step). The implicit schemes ("galpha", "hht") take their settings from `implicit` (not adaptive:
+        the contact's step is fixed); a run that starts where the last one of the same scheme ended carries its
+        accelerations on. Raises SimulationDiverged if the state goes non-finite, or Newton fails."""
         dyn = self.dyn
-        if scheme not in SCHEMES:
-            raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+        if scheme not in SCHEMES and scheme not in IMPLICIT:
+            raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join([*SCHEMES, *IMPLICIT])}")
+        if scheme in IMPLICIT:
+            implicit = (implicit or imp.Implicit()).checked()
+            if implicit.adaptive:
+                raise ValueError("the contact loop steps at a fixed dt: an adaptive implicit step is not available")
+        elif implicit is not None:
+            raise ValueError(f"implicit settings were given for the explicit scheme {scheme!r}")
         T, dt, t0 = real_scalar("T", T), real_scalar("dt", dt), real_scalar("t0", t0)
         stride = integer("stride", stride, 1)
         if dt <= 0 or T < 0:
@@ -220,6 +252,8 @@ class ContactSim:
         work, done_c, timers = np.zeros(1), self.ffi.new("long *"), np.zeros(len(STAGES))
         sc, keep = self._scene()
         sc.dissipation = int(bool(dissipation))
+        if scheme in IMPLICIT:
+            qdd_prev = self._implicit(sc, scheme, implicit, q, qd)
         ffi = self.ffi
         buf = lambda a: ffi.from_buffer("double[]", a)  # noqa: E731
         chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
@@ -230,20 +264,42 @@ class ContactSim:
                 n = min(chunk, nsteps - done)
                 start = time.perf_counter()
                 got = self.lib.md_sim_contact(
-                    self._plant, sc, SCHEMES[scheme], n, t0 + done * dt, dt, buf(q), buf(qd), buf(qdd_prev),
+                    self._plant, sc, SCHEMES.get(scheme, GALPHA), n, t0 + done * dt, dt, buf(q), buf(qd), buf(qdd_prev),
                     nsched, dt_sched if nsched > 1 else 1.0, buf(tau_s),
                     ffi.NULL if act_s is None else buf(act_s), stride, buf(Q[rec:]), buf(QD[rec:]), buf(A[rec:]),
                     buf(work), buf(self._impulse), buf(self._work_contact), done_c,
                     buf(timers) if timed else ffi.NULL)
+                if scheme in IMPLICIT:
+                    self._ga_end = (q.copy(), qd.copy(), qdd_prev.copy(), scheme)
                 seconds += time.perf_counter() - start
                 rec += got
                 done += done_c[0]
                 bar.update(done_c[0])
                 if done_c[0] < n:
                     part = self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+                    if scheme in IMPLICIT and np.isfinite(q).all() and np.isfinite(qd).all():
+                        raise imp.NewtonFailed(dyn.model.name, t0 + done * dt, imp.WHY[2], part)
                     raise SimulationDiverged(dyn.model.name, done + 1, t0 + (done + 1) * dt, part)
         del keep
         return self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+
+    def _implicit(self, sc, scheme: str, opts: imp.Implicit, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """Hand the scene the implicit scheme's settings and carried state (md_implicit); the true acceleration it
+        starts from: the last run's, when this one starts where that ended, else computed by the loop at (q, qd)."""
+        ffi, nv = self.ffi, self.dyn.nv
+        G, s = self._ga, opts.parameters(scheme)
+        o = G.opts
+        o.alpha_m, o.alpha_f, o.beta, o.gamma = s.alpha_m, s.alpha_f, s.beta, s.gamma
+        o.max_iter = opts.iterations if opts.iterations is not None else opts.max_iter
+        o.fixed, o.tol, o.adaptive = int(opts.iterations is not None), opts.tol, 0
+        G.refresh = opts.refresh if opts.refresh is not None else (imp.REFRESH_FIXED if o.fixed else 0)
+        G.delta, G.since = IMPLICIT_DELTA, -1
+        end = self._ga_end
+        carried = end is not None and end[3] == scheme and np.array_equal(end[0], q) and np.array_equal(end[1], qd)
+        G.started = int(carried)
+        self._ga_arrays["stats"][:] = 0.0
+        sc.ga = G
+        return end[2].copy() if carried else np.zeros(nv)
 
     def _first_qdd(self, q, qd, tau, act, dt, t0) -> np.ndarray:
         """qdd at the start, with the contact there (ramped as the loop ramps it, the anchors left untouched, the
@@ -262,8 +318,9 @@ class ContactSim:
         return self.dyn.forward(q, qd, tau, fext, act)
 
     def _result(self, rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed) -> ContactRun:
-        return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], aux=A[:rec],
-                          seconds=seconds, stages=dict(zip(STAGES, timers.tolist())) if timed else {})
+        newton = imp.stats(self._ga_arrays["stats"]) if scheme in IMPLICIT else None
+        return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], newton,
+                          aux=A[:rec], seconds=seconds, stages=dict(zip(STAGES, timers.tolist())) if timed else {})
 
     def metrics(self, q, qd) -> np.ndarray:
         """The AUX row at (q, qd) with no step taken: no work, wrench or impulse but the carried impulse."""

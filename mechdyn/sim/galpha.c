@@ -196,19 +196,24 @@ static int ga_lu(int n, double *A, int *piv)
     return 0;
 }
 
+/* Σ a[k]·b[k] over k < n, in four running sums: one sum is a chain of dependent adds, latency-bound */
+static double ga_dot(const double *a, const double *b, int n)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int k = 0;
+    for (; k + 4 <= n; k += 4) s0 += a[k] * b[k], s1 += a[k + 1] * b[k + 1], s2 += a[k + 2] * b[k + 2], s3 += a[k + 3] * b[k + 3];
+    for (; k < n; ++k) s0 += a[k] * b[k];
+    return (s0 + s1) + (s2 + s3);
+}
+
 /* x ← A⁻¹ x with ga_lu's factor */
 static void ga_solve(int n, const double *A, const int *piv, double *x)
 {
     /* every row swap first: the factor's rows of L were swapped with the rest, so L is in the final order */
     for (int k = 0; k < n; ++k)
         if (piv[k] != k) { double t = x[k]; x[k] = x[piv[k]]; x[piv[k]] = t; }
-    for (int k = 0; k < n; ++k)
-        for (int i = k + 1; i < n; ++i) x[i] -= A[i * n + k] * x[k];
-    for (int k = n - 1; k >= 0; --k) {
-        double s = x[k];
-        for (int j = k + 1; j < n; ++j) s -= A[k * n + j] * x[j];
-        x[k] = s / A[k * n + k];
-    }
+    for (int i = 1; i < n; ++i) x[i] -= ga_dot(A + i * n, x, i);  /* by rows: the factor is row-major */
+    for (int k = n - 1; k >= 0; --k) x[k] = (x[k] - ga_dot(A + k * n + k + 1, x + k + 1, n - k - 1)) / A[k * n + k];
 }
 
 /* x ← A⁻¹ x, A (n × n, row-major) overwritten by its factor, piv (n) by its row swaps: 0, or -1 singular.

@@ -52,13 +52,19 @@ class Scheme:
         return cls(0.0, -alpha, 0.25 * (1 - alpha) ** 2, 0.5 - alpha)
 
 
+REFRESH_FIXED = 50  # steps between the contact loop's matrices in the real-time mode (docs/implicit.md)
+
+
 @dataclass(frozen=True)
 class Implicit:
     """How the implicit schemes step. `rho_inf` sets "galpha", `alpha` sets "hht"; `scheme`, if given, overrides
     both (a test's planted parameters). `iterations`: exactly that many Newton corrections per step (the
     real-time mode), or None: corrections until |γ′h Δqdd|∞ <= tol (1 + |qd|∞), at most max_iter. `adaptive`:
     the step follows the local error estimate h² (β − 1/6) Δqdd within rtol, atol (per coordinate, atol + rtol
-    |Δ_i|), landing on every multiple of dt; dt is then the output interval."""
+    |Δ_i|), landing on every multiple of dt; dt is then the output interval. `refresh` (the contact loop only,
+    whose matrix is built by differences and kept across steps): rebuild it at least every `refresh` steps (0:
+    only when Newton slows; None: 0 to a tolerance, REFRESH_FIXED in the real-time mode, which never sees Newton
+    slow)."""
     rho_inf: float = 0.8
     alpha: float = -0.1
     iterations: int | None = None
@@ -69,6 +75,7 @@ class Implicit:
     atol: float = 1e-9
     dt_min: float = 1e-12
     dt_max: float = math.inf
+    refresh: int | None = None
     scheme: Scheme | None = None
 
     def parameters(self, name: str) -> Scheme:
@@ -88,6 +95,11 @@ class Implicit:
         for k in ("tol", "rtol", "atol", "dt_min"):
             if not (math.isfinite(getattr(self, k)) and getattr(self, k) > 0):
                 raise ValueError(f"{k} is {getattr(self, k)!r}, expected finite and > 0")
+        if self.refresh is not None and not (isinstance(self.refresh, int) and self.refresh >= 0):
+            raise ValueError(f"refresh is {self.refresh!r}, expected None or an int >= 0")
+        if self.iterations is not None and self.refresh == 0:
+            raise ValueError("the real-time mode never sees Newton slow, so its kept matrix must be rebuilt on a "
+                             "schedule: give refresh > 0 (or None)")
         if not self.dt_max > self.dt_min:
             raise ValueError(f"dt_max {self.dt_max} must exceed dt_min {self.dt_min}")
         return self
@@ -103,11 +115,18 @@ class NewtonStats:
     h_min: float      # the smallest step accepted (s)
     h_max: float      # the largest (s)
     last_change: float  # the largest last correction |γ′h Δqdd|∞ of a step: what a fixed count leaves
+    matrices: int = 0   # iteration matrices built by differences (the contact loop's)
 
     @property
     def per_step(self) -> float:
         """Newton corrections per accepted step."""
         return self.iterations / max(self.steps, 1)
+
+    def __add__(self, later: NewtonStats) -> NewtonStats:
+        """The stats of this run followed by `later` (a run that continues it)."""
+        return NewtonStats(self.steps + later.steps, self.iterations + later.iterations, max(self.most, later.most),
+                           self.rejected + later.rejected, min(self.h_min, later.h_min), max(self.h_max, later.h_max),
+                           max(self.last_change, later.last_change), self.matrices + later.matrices)
 
 
 def compile(text: str | None = None) -> ModuleType:  # noqa: A001  (the module's verb)
@@ -159,7 +178,7 @@ def start(dyn, q: np.ndarray, qd: np.ndarray, tau, fext, act) -> tuple[np.ndarra
 def stats(raw: np.ndarray) -> NewtonStats:
     """galpha.c's stats array as NewtonStats."""
     return NewtonStats(int(raw[0]), int(raw[1]), int(raw[2]), int(raw[3]), float(raw[4]), float(raw[5]),
-                       float(raw[7]))
+                       float(raw[7]), int(raw[8]) if len(raw) > STATS else 0)
 
 
 class NewtonFailed(RuntimeError):

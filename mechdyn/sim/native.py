@@ -1,5 +1,6 @@
-"""The stepping loop with contact (step.c) compiled in one translation unit after the contact producers' C, so
-the loop calls them directly and a Contact built on this module hands the loop its own structs."""
+"""The stepping loop with contact (step.c) compiled in one translation unit after the contact producers' C and the
+implicit stepper (galpha.c), so the loop calls them directly and a Contact built on this module hands the loop its
+own structs."""
 from __future__ import annotations
 
 from functools import cache
@@ -10,15 +11,20 @@ from mechdyn.codegen.build import build_source
 from mechdyn.contact import native as contact_native
 
 _STEP = Path(__file__).parent / "step.c"
+_GALPHA = Path(__file__).parent / "galpha.c"
 
 
-def compile(contact_text: str | None = None, step_text: str | None = None) -> ModuleType:  # noqa: A001
-    """The cffi module of the loop: step.c's text `step_text` over contact C `contact_text` (a test's planted
-    copies; the product's where None)."""
+def compile(contact_text: str | None = None, step_text: str | None = None,  # noqa: A001
+            galpha_text: str | None = None) -> ModuleType:
+    """The cffi module of the loop: step.c's text `step_text` over contact C `contact_text` and the implicit
+    stepper's `galpha_text` (a test's planted copies; the product's where None)."""
     contact_text = contact_native.source() if contact_text is None else contact_text
     step = _STEP.read_text() if step_text is None else step_text
+    galpha = _GALPHA.read_text() if galpha_text is None else galpha_text
     (loop_api,) = contact_native.api(step)
-    return build_source("sim", contact_native.cdef(contact_text) + "\n" + loop_api, contact_text + "\n" + step)
+    (ga_api,) = contact_native.api(galpha)
+    return build_source("sim", "\n".join((contact_native.cdef(contact_text), ga_api, loop_api)),
+                        "\n".join((contact_text, galpha, step)))
 
 
 def step_source() -> str:

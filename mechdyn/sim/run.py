@@ -107,6 +107,9 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
             raise ValueError(f"dt_sched is {dt_sched}, expected > 0")
     q, qd = np.array(real_array("q0", q0, (dyn.nq,))), np.array(real_array("qd0", qd0, (dyn.nv,)))
     if scheme in IMPLICIT:
+        if implicit is not None and implicit.refresh is not None:
+            raise ValueError("refresh is the contact loop's setting (its matrix is built by differences): this "
+                             "stepper builds its matrix from the generated derivatives at every correction")
         return _implicit(dyn, scheme, (implicit or imp.Implicit()).checked(), q, qd, nsteps, dt, stride,
                          (tau_s, fext_s, act_s), dt_sched if nsched > 1 else 1.0, progress)
     Q, QD, W = _records(dyn, q, qd, nsteps // stride)

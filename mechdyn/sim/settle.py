@@ -22,6 +22,7 @@ from mechdyn.dynamics import Dynamics, integer, real_scalar
 from .contact import AUX, ContactRun, ContactSim, Step, accuracy_step
 from .energy import mechanics, total_mass
 from .gate import Gate, below
+from .implicit import Implicit
 from .run import step_count
 
 ROWS = 2000  # recorded rows of the coarse part, whatever dt is
@@ -72,20 +73,22 @@ def _joined(a: ContactRun, b: ContactRun) -> ContactRun:
     aux[:, AUX.index("work")] += a.aux[-1, AUX.index("work")]
     return ContactRun(np.concatenate([a.t, b.t[1:]]), np.concatenate([a.q, b.q[1:]]),
                       np.concatenate([a.qd, b.qd[1:]]), a.dt, a.scheme, np.concatenate([a.dissipated, aux[:, 0]]),
-                      aux=np.concatenate([a.aux, aux]), seconds=a.seconds + b.seconds,
+                      a.newton + b.newton if a.newton and b.newton else b.newton, aux=np.concatenate([a.aux, aux]),
+                      seconds=a.seconds + b.seconds,
                       stages={k: a.stages.get(k, 0.0) + b.stages.get(k, 0.0) for k in a.stages | b.stages})
 
 
 def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int = 90, anchored: bool = False,
            stride: int | None = None, progress: bool = False, window: float = WINDOW, scheme: str = "verlet",
-           sim: ContactSim | None = None) -> Settle:
+           sim: ContactSim | None = None, implicit: Implicit | None = None) -> Settle:
     """Settle the model from its design pose at rest for T s at dt (None: accuracy_step's at `samples` per
     contact period) and gate the run: crush, load, momentum, energy (its net change and its single steps),
     period2. The first and the last `window` s are recorded at every step (the energy's single steps, through
     the start's transient and at the end; the end's load and period-2 content), the rest at `stride` (None:
     about ROWS rows).
-    `anchored`: the ground's anchored friction. `scheme`: verlet or euler. `sim`: the ContactSim to step (a test's planted module or
-    softened model; a new one on dyn by default)."""
+    `anchored`: the ground's anchored friction. `scheme`: verlet, euler, galpha or hht, `implicit` the last two's
+    settings. `sim`: the ContactSim to step (a test's planted module or softened model; a new one on dyn by
+    default)."""
     T, window = real_scalar("T", T), real_scalar("window", window)
     if dyn.model.ground is None:
         raise ValueError(f"model '{dyn.model.name}' has no ground block: nothing to settle on")
@@ -108,7 +111,7 @@ def settle(dyn: Dynamics, T: float = 4.0, dt: float | None = None, samples: int 
         if n == 0:
             continue
         part = sim.run(q, qd, n * step.dt, step.dt, scheme, stride=every, t0=0.0 if run is None else run.t[-1],
-                       progress=progress, dissipation=every == 1)
+                       progress=progress, dissipation=every == 1, implicit=implicit)
         starts.append(0 if run is None else len(run.t) - 1)
         run = part if run is None else _joined(run, part)
         q, qd = run.q[-1], run.qd[-1]

@@ -27,6 +27,7 @@ from mechdyn.dynamics import Dynamics, real_array, real_scalar
 from .contact import ContactRun, ContactSim, accuracy_step, sprocket_brakes
 from .energy import mechanics, total_mass
 from .gate import Gate, above, below
+from .implicit import Implicit
 from .run import step_count
 
 AXES = {"x": 0, "y": 1, "z": 2}
@@ -184,20 +185,23 @@ def _parked(dyn: Dynamics, q, qd, degrees: float, fric: str, dt: float | None, l
 
 def hold(dyn: Dynamics, q, qd, degrees: float = 15.0, fric: str = "anchor", T: float = 4.0, dt: float | None = None,
          progress: bool = False, energy_window: float = 0.05, law: ContactLaw | None = None,
-         module=None) -> Hold:
+         module=None, scheme: str = "verlet", implicit: Implicit | None = None) -> Hold:
     """Park the settled flat state (q, qd) on `degrees` (tilt about y: the vehicle along the fall line), the
     sprockets braked at their start angle (sprocket_brakes), the ground's friction anchored ("anchor") or
     regularized ("reg"), for T seconds at dt (the accuracy step by default), the ground's gains not ramped (the
     state is settled). Returns the Hold: the patch slip over the run's last two seconds against HOLD_BOUND, and
-    the energy budget's worst single-step rise over `energy_window` seconds more, run at stride 1."""
+    the energy budget's worst single-step rise over `energy_window` seconds more, run at stride 1. `scheme`,
+    `implicit`: as ContactSim.run's."""
     if fric not in FRICTION:
         raise ValueError(f"fric {fric!r}: expected one of {', '.join(FRICTION)}")
     T = real_scalar("T", T)
     if not T > 2.0:
         raise ValueError(f"T {T:g} s: the hold gate reads the last 2 s, so the run must be longer")
     tilted, sim, dt = _parked(dyn, q, qd, degrees, fric, dt, law, module)
-    run = run_whole(sim, tilted.q, tilted.qd, T, dt, stride_for(dt), progress=progress)
-    tail = sim.run(run.q[-1], run.qd[-1], energy_window, dt, stride=1, t0=float(run.t[-1]))
+    run = run_whole(sim, tilted.q, tilted.qd, T, dt, stride_for(dt), progress=progress, scheme=scheme,
+                    implicit=implicit)
+    tail = sim.run(run.q[-1], run.qd[-1], energy_window, dt, scheme, stride=1, t0=float(run.t[-1]),
+                   implicit=implicit)
     slip, shoes = patch_slip(sim.contact, dyn, run, tilted.normal)
     rise, ke = energy_rise(dyn.model, tail)
     what = (f"{dyn.model.name} on {degrees:g}°, braked, {fric} friction: the {shoes} shoes loaded at "

@@ -38,7 +38,28 @@ typedef struct {
     double *tau, *qdd, *qdm;    /* workspaces: nv each */
     int dissipation;            /* integrate the contact's dissipated power into *work_contact (1) or not (0) */
     double *Xs, *fstat, *astat; /* its workspaces: nbody × 18, nbody × 6, the anchors' copy (ncorner × 4) */
+    struct md_implicit *ga;     /* scheme 2 (generalized-α): its settings and carried state; NULL otherwise */
 } md_scene;
+
+/* Generalized-α with contact (scheme 2; docs/implicit.md "With contact"): galpha.c's step on the whole right-hand
+ * side (the producers, the brakes, fwd_dyn), Newton on an iteration matrix built by differences of it, factored
+ * and kept across steps until `refresh` steps have passed or Newton slows. */
+typedef struct md_implicit {
+    md_ga_plant plant;     /* the joints' layout for q ∘ exp(Δ) (its function pointers are not called here) */
+    md_ga_opts opts;       /* the parameters, max_iter and tol; fixed: exactly max_iter corrections a step */
+    int refresh;           /* rebuild the matrix at least every this many steps (0: only when Newton slows) */
+    double delta;          /* a column's difference moves q by this much (m or rad) */
+    int started;           /* 0: the call starts a run (the carried state below is computed at q, qd) */
+    double *acc;           /* nv: the pseudo-acceleration carried from step to step */
+    double *wrench;        /* 12: the last step's ground wrench and its pseudo-wrench (the impulse's recurrence) */
+    double *J;             /* nv × nv: the iteration matrix's LU factor, kept across steps */
+    int *piv;              /* nv */
+    double *anchors0;      /* the anchors at the step's start (≥ 1), restored before each evaluation */
+    double *stats;         /* MD_GA_STATS, as galpha.c's, then the matrices built */
+    long since;            /* steps since the matrix was built; < 0: none yet (a run's first call: the brakes or
+                            * the step may have changed) */
+    double pc;             /* the contact's dissipated power at the last step's end */
+} md_implicit;
 
 enum { MD_AUX = 25 };  /* doubles per recorded row of aux, in this order: */
 /* work, ground wrench (6: moment about the world origin, force; the step's, as applied), ground impulse (6, since
@@ -196,7 +217,217 @@ static int sim_finite(double x)
     return (bits & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
 }
 
-/* Step (q, qd) in place by semi-implicit Euler (scheme 0) or Störmer–Verlet (1), with contact: kinematics, the
+/* One evaluation of the right-hand side at the step's acceleration w->x: the state it gives (ga_state), the
+ * contact there at time t with the anchors as they were at the step's start, the brakes and fwd_dyn into F; the
+ * ground wrench into W. */
+static void sim_ga_eval(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
+                        const double *ac, double *q, double *v, double *a, double *F, double *W, double *timers,
+                        double *mark)
+{
+    md_implicit *G = sc->ga;
+    ga_state(&G->plant, &G->opts, w, h, q, v, a);
+    if (sc->anchors) memcpy(sc->anchors, G->anchors0, sizeof(double) * 16 * sc->ground->npad);
+    sim_contact(m, sc, q, v, h, t, W, timers, mark);
+    memcpy(sc->tau, u, sizeof(double) * m->nv);
+    sim_brakes(sc, q, v, sc->tau);
+    m->fwd_dyn(q, v, sc->tau, sc->fext, ac, F);
+    sim_lap(timers, 3, mark);
+}
+
+/* The iteration matrix ∂(f − x)/∂x at w->x by forward differences, each column moving q by G->delta, factored
+ * into G->J: 0, or -1 if it is singular. F0 is f at w->x (evaluated here). */
+static int sim_ga_matrix(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
+                         const double *ac, double *q, double *v, double *a, double *F0, double *F, double *W,
+                         double *timers, double *mark)
+{
+    md_implicit *G = sc->ga;
+    const int nv = m->nv;
+    const double bp = G->opts.beta * (1.0 - G->opts.alpha_f) / (1.0 - G->opts.alpha_m) * h * h;
+    sim_ga_eval(m, sc, w, h, t, u, ac, q, v, a, F0, W, timers, mark);
+    for (int j = 0; j < nv; ++j) {
+        const double xj = w->x[j], e = G->delta / bp;
+        w->x[j] = xj + e;
+        sim_ga_eval(m, sc, w, h, t, u, ac, q, v, a, F, W, timers, mark);
+        w->x[j] = xj;
+        for (int i = 0; i < nv; ++i) G->J[i * nv + j] = (F[i] - F0[i]) / e - (i == j);
+    }
+    G->since = 0;
+    G->stats[MD_GA_STATS] += 1.0;
+    const int bad = ga_lu(nv, G->J, G->piv);
+    sim_lap(timers, 4, mark);
+    return bad;
+}
+
+/* the residual w->r = F − w->x at the state of w->x (F evaluated there by sim_ga_eval); |r|² */
+static double sim_ga_residual(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
+                              const double *ac, double *q, double *qd, double *F, double *W, double *timers,
+                              double *mark)
+{
+    double rn = 0.0;
+    sim_ga_eval(m, sc, w, h, t, u, ac, q, qd, sc->ga->acc, F, W, timers, mark);
+    for (int i = 0; i < m->nv; ++i) w->r[i] = F[i] - w->x[i], rn += w->r[i] * w->r[i];
+    return rn;
+}
+
+/* One generalized-α step of size h from the state saved in w (qn, vn, fn, an) with contact, into q, qd, f (the
+ * true acceleration), G->acc; W the ground wrench at the new state, which also leaves the anchors there. Newton's
+ * correction d solves J d = r with the kept factor. To a tolerance: a full correction below it ends the step;
+ * one that does not lower |r| is halved (at most LINE_HALVINGS times), and the matrix is rebuilt where Newton
+ * landed, as it is when Newton slows (at most MATRICES_PER_STEP times a step). The real-time mode takes exactly
+ * max_iter full corrections. Each correction evaluates the right-hand side once (more when halved). Returns the
+ * corrections, or -1 (a singular matrix, a non-finite value, no convergence). */
+enum { LINE_HALVINGS = 8, MATRICES_PER_STEP = 4 };
+static int sim_ga_step(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
+                       const double *ac, double *q, double *qd, double *f, double *W, double *last, double *timers,
+                       double *mark)
+{
+    md_implicit *G = sc->ga;
+    const md_ga_opts *o = &G->opts;
+    const int nv = m->nv;
+    const double gp = o->gamma * (1.0 - o->alpha_f) / (1.0 - o->alpha_m) * h;
+    /* workspaces free here: the explicit schemes' and the generated derivatives' (not called by this loop) */
+    double *F = sc->qdm, *F0 = sc->qdd, *x0 = w->dq, *d = w->dqd, vmax = 0.0;
+    for (int i = 0; i < nv; ++i) if (fabs(w->vn[i]) > vmax) vmax = fabs(w->vn[i]);
+    ga_predict(&G->plant, o, w, h);
+    memcpy(w->x, w->fn, sizeof(double) * nv);
+    int built = 0, it = 0;
+    if (G->since < 0 || (G->refresh > 0 && G->since >= G->refresh)) {
+        if (sim_ga_matrix(m, sc, w, h, t, u, ac, q, qd, G->acc, F0, F, W, timers, mark)) return -1;
+        built = 1;
+    }
+    double rn = sim_ga_residual(m, sc, w, h, t, u, ac, q, qd, F, W, timers, mark), prev = 0.0;
+    for (;;) {
+        if (o->fixed && it == o->max_iter) break;
+        double dv = 0.0, vm = vmax;
+        memcpy(d, w->r, sizeof(double) * nv);
+        ga_solve(nv, G->J, G->piv, d);
+        for (int i = 0; i < nv; ++i) {
+            if (fabs(gp * d[i]) > dv) dv = fabs(gp * d[i]);
+            if (fabs(qd[i]) > vm) vm = fabs(qd[i]);
+        }
+        sim_lap(timers, 4, mark);
+        if (!sim_finite(dv)) return -1;
+        ++it;
+        *last = dv;
+        if (o->fixed || dv <= o->tol * (1.0 + vm)) {  /* the full correction */
+            for (int i = 0; i < nv; ++i) w->x[i] -= d[i];
+            if (!o->fixed) break;
+            rn = sim_ga_residual(m, sc, w, h, t, u, ac, q, qd, F, W, timers, mark);
+            continue;
+        }
+        double lam = 1.0;
+        memcpy(x0, w->x, sizeof(double) * nv);
+        for (int ls = 0;; ++ls) {  /* backtracking on |r| */
+            for (int i = 0; i < nv; ++i) w->x[i] = x0[i] - lam * d[i];
+            double rt = sim_ga_residual(m, sc, w, h, t, u, ac, q, qd, F, W, timers, mark);
+            if (rt <= (1.0 - 1e-4 * lam) * rn || ls == LINE_HALVINGS) {
+                rn = rt;
+                break;
+            }
+            lam *= 0.5;
+        }
+        if (it >= o->max_iter) return -1;
+        /* a kept matrix that no longer contracts, or a correction that had to be halved: rebuild it here */
+        if ((lam < 1.0 || (it >= 2 && dv > 0.1 * prev)) && built < MATRICES_PER_STEP) {
+            if (sim_ga_matrix(m, sc, w, h, t, u, ac, q, qd, G->acc, F0, F, W, timers, mark)) return -1;
+            ++built;
+        }
+        prev = lam * dv;
+    }
+    /* the state at the solved acceleration, its contact evaluated once more: the wrench and the anchors there */
+    sim_ga_eval(m, sc, w, h, t, u, ac, q, qd, G->acc, F, W, timers, mark);
+    memcpy(f, w->x, sizeof(double) * nv);
+    G->since += 1;
+    return it;
+}
+
+/* Scheme 2 of md_sim_contact: generalized-α with contact (its arguments as md_sim_contact's; qdd_prev carries the
+ * true acceleration). */
+static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nsteps, double t0, double h, double *q,
+                               double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau,
+                               const double *act, long stride, double *traj_q, double *traj_qd, double *traj_aux,
+                               double *work, double *impulse, double *work_contact, long *done, double *timers)
+{
+    md_implicit *G = sc->ga;
+    const md_ga_opts *o = &G->opts;
+    const int nq = m->nq, nv = m->nv;
+    const long nanch = sc->anchors ? 16L * sc->ground->npad : 0;
+    const double am = o->alpha_m, af = o->alpha_f;
+    double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, last = 0.0;
+    double mark = timers ? sim_now() : 0.0;
+    ga_work gw;
+    long nrec = 0, k = 0;
+    *done = 0;
+    if (ga_alloc(&G->plant, &gw)) return 0;
+    for (int i = 0; i < 6; ++i) J[i] = impulse[i];
+    if (!G->started) {  /* f, the pseudo-acceleration and the pseudo-wrench start at the true ones at (q, qd) */
+        const double *u, *fe, *ac;
+        ga_inputs(&G->plant, nsched, dt_sched, t0, tau, NULL, act, &u, &fe, &ac);
+        if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);  /* this look leaves them as they are */
+        sim_contact(m, sc, q, qd, h, t0, W, timers, &mark);
+        G->pc = sc->dissipation ? sim_dissipated(m, sc, h, sim_ramp(sc->ramp_ground, t0),
+                                                 sim_ramp(sc->ramp_band, t0)) : 0.0;
+        memcpy(sc->tau, u, sizeof(double) * nv);
+        sim_brakes(sc, q, qd, sc->tau);
+        m->fwd_dyn(q, qd, sc->tau, sc->fext, ac, qdd_prev);
+        if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+        memcpy(G->acc, qdd_prev, sizeof(double) * nv);
+        for (int i = 0; i < 6; ++i) G->wrench[i] = G->wrench[6 + i] = W[i];
+        G->started = 1;
+    }
+    for (k = 0; k < nsteps; ++k) {
+        const double t = t0 + (k + 1) * h;  /* the equations hold at the step's end */
+        const double *u, *fe, *ac;
+        ga_inputs(&G->plant, nsched, dt_sched, t0 + (k + 0.5) * h, tau, NULL, act, &u, &fe, &ac);
+        memcpy(gw.qn, q, sizeof(double) * nq);
+        memcpy(gw.vn, qd, sizeof(double) * nv);
+        memcpy(gw.fn, qdd_prev, sizeof(double) * nv);
+        memcpy(gw.an, G->acc, sizeof(double) * nv);
+        if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
+        const int it = sim_ga_step(m, sc, &gw, h, t, u, ac, q, qd, qdd_prev, W, &last, timers, &mark);
+        double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * h * (p0 + p1), sum = w1;
+        for (int i = 0; i < nq; ++i) sum += q[i];
+        for (int i = 0; i < nv; ++i) sum += qd[i];
+        if (it < 0 || !sim_finite(sum)) {  /* back to the step's start */
+            memcpy(q, gw.qn, sizeof(double) * nq);
+            memcpy(qd, gw.vn, sizeof(double) * nv);
+            memcpy(qdd_prev, gw.fn, sizeof(double) * nv);
+            memcpy(G->acc, gw.an, sizeof(double) * nv);
+            if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+            break;
+        }
+        const double pc = sc->dissipation ? sim_dissipated(m, sc, h, sim_ramp(sc->ramp_ground, t),
+                                                           sim_ramp(sc->ramp_band, t)) : 0.0;
+        w = w1, p0 = p1, wc += 0.5 * h * (G->pc + pc), G->pc = pc;
+        /* the impulse the scheme applies: its pseudo-wrench, by the recurrence the pseudo-acceleration follows */
+        for (int i = 0; i < 6; ++i) {
+            const double bar = ((1.0 - af) * W[i] + af * G->wrench[i] - am * G->wrench[6 + i]) / (1.0 - am);
+            J[i] += h * ((1.0 - o->gamma) * G->wrench[6 + i] + o->gamma * bar);
+            G->wrench[i] = W[i], G->wrench[6 + i] = bar;
+        }
+        G->stats[0] += 1.0;
+        G->stats[1] += it;
+        G->stats[4] = G->stats[5] = G->stats[6] = h;
+        if (it > G->stats[2]) G->stats[2] = it;
+        if (last > G->stats[7]) G->stats[7] = last;
+        sim_lap(timers, 4, &mark);
+        if (stride > 0 && (k + 1) % stride == 0) {
+            memcpy(traj_q + nrec * nq, q, sizeof(double) * nq);
+            memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
+            sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
+            traj_aux[nrec * MD_AUX + 24] = wc;
+            ++nrec;
+            if (timers) mark = sim_now();
+        }
+    }
+    ga_free(&gw);
+    *work = w, *work_contact = wc;
+    for (int i = 0; i < 6; ++i) impulse[i] = J[i];
+    *done = k;
+    return nrec;
+}
+
+/* Step (q, qd) in place by semi-implicit Euler (scheme 0), Störmer–Verlet (1) or generalized-α (2, sc->ga), with contact: kinematics, the
  * producers, the brakes, fwd_dyn, the drift. tau and act are schedules of nsched samples dt_sched apart, held
  * between samples (the index clamped into range); act may be NULL. *work accumulates the dissipated work of the
  * model's dampers and the brakes (trapezoidal on the step's end powers), *impulse (6) the ground's wrench times
@@ -208,6 +439,9 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
                     long stride, double *traj_q, double *traj_qd, double *traj_aux, double *work, double *impulse,
                     double *work_contact, long *done, double *timers)
 {
+    if (scheme == 2)
+        return sim_contact_galpha(m, sc, nsteps, t0, dt, q, qd, qdd_prev, nsched, dt_sched, tau, act, stride, traj_q,
+                                  traj_qd, traj_aux, work, impulse, work_contact, done, timers);
     const int nv = m->nv, na = m->nact > 0 ? m->nact : 1;
     double *qdd = sc->qdd, *qdm = sc->qdm, W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact;
     double mark = timers ? sim_now() : 0.0;

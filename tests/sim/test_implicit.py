@@ -67,8 +67,7 @@ def test_planted_interleaved_row_swaps_are_caught():
     text = (Path(imp.__file__).parent / "galpha.c").read_text()
     good = """    for (int k = 0; k < n; ++k)
         if (piv[k] != k) { double t = x[k]; x[k] = x[piv[k]]; x[piv[k]] = t; }
-    for (int k = 0; k < n; ++k)
-        for (int i = k + 1; i < n; ++i) x[i] -= A[i * n + k] * x[k];"""
+    for (int i = 1; i < n; ++i) x[i] -= ga_dot(A + i * n, x, i);  /* by rows: the factor is row-major */"""
     planted = text.replace(good, """    for (int k = 0; k < n; ++k) {
         if (piv[k] != k) { double t = x[k]; x[k] = x[piv[k]]; x[piv[k]] = t; }
         for (int i = k + 1; i < n; ++i) x[i] -= A[i * n + k] * x[k];

@@ -19,6 +19,13 @@ def test_sim_hht_real_time_mode(capsys):
     assert "150 corrections, exactly 3 a step (the real-time mode)" in capsys.readouterr().out
 
 
+def test_sim_galpha_settles_a_tracked_model(capsys):
+    assert run(mechdyn_main, ["sim", "track_min", "--scheme", "galpha", "--time", "1.2", "--slope", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "galpha steps at the accuracy step" in out and "all 8 gates passed" in out
+    assert "iteration matrices built by differences (the settle)" in out
+
+
 def test_sim_adaptive(capsys):
     assert run(mechdyn_main, ["sim", "satellite", "--time", "0.1", "--dt", "0.01", "--seed", "1", "--scheme",
                               "galpha", "--adaptive", "--rtol", "1e-7"]) == 0
@@ -33,10 +40,13 @@ def test_sim_adaptive(capsys):
     (["sim", "elbow", "--scheme", "galpha", "--newton", "2", "--adaptive"], "--adaptive needs Newton"),
     (["sim", "elbow", "--scheme", "galpha", "--rtol", "1e-6"], "add --adaptive"),
     (["sim", "elbow", "--scheme", "galpha", "--rho-inf", "1.5"], "spectral radius from 0 to 1"),
-    (["sim", "track_min", "--scheme", "galpha"], "does not step contact yet"),
+    (["sim", "track_min", "--scheme", "galpha", "--adaptive"], "at a fixed --dt"),
+    (["sim", "track_min", "--scheme", "galpha", "--drive"], "--drive are not available"),
     (["sim", "chain63", "--scheme", "galpha"], "at most 48 velocity coordinates"),
     (["bench", "elbow", "--scheme", "galpha"], "give --sim DT"),
     (["bench", "elbow", "--sim", "1e-3", "--newton", "2"], "add --scheme galpha"),
+    (["bench", "elbow", "--sim", "1e-3", "--scheme", "galpha", "--verlet-dt", "1e-3"], "--verlet-dt sets Verlet's"),
+    (["bench", "track_min", "--sim", "--scheme", "galpha"], "give --sim DT"),
 ])
 def test_bad_settings_exit_2_with_one_line(capsys, argv, words):
     assert run(mechdyn_main, argv) == 2
@@ -48,3 +58,11 @@ def test_bench_implicit(capsys):
     assert run(mechdyn_main, ["bench", "elbow", "--sim", "1e-3", "--scheme", "galpha", "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "Newton corrections a step" in out and "Verlet at the same dt" in out
+
+
+def test_bench_implicit_with_contact(capsys):
+    assert run(mechdyn_main, ["bench", "track_min", "--sim", "3e-4", "--scheme", "galpha", "--newton", "3",
+                              "--verlet-dt", "1.6e-4", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "verlet  dt 0.00016 s (given)" in out and "3 corrections a step" in out
+    assert "mechdyn sim track_min --scheme galpha --dt 0.0003 --newton 3" in out

@@ -1,0 +1,148 @@
+"""Generalized-α in the contact loop (step.c, docs/implicit.md "With contact") on the M113: the settle's gates and
+the slope hold at four times Verlet's accuracy step, the real-time mode, the velocity slot's order measured by
+the momentum residual (second order, where Verlet without its predictor is first), and a planted first-order
+impulse that the order check catches; and on models without contact, the loop's implicit step against galpha.c's
+stepper on the generated derivatives."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mechdyn
+from mechdyn.sim import native
+from mechdyn.sim.contact import ContactSim, accuracy_step
+from mechdyn.sim.implicit import Implicit
+from mechdyn.sim.run import initial_state, simulate
+from mechdyn.sim.settle import Settle, settle
+from mechdyn.sim.slope import hold
+
+SHORT = 1.2  # s: the order runs (the ground ramp is 0.02 s, the windows the first and last 0.5)
+FINE = (9.37e-5, 4.685e-5)  # s: the order runs' two steps, fine enough for the asymptotic ratio
+
+
+@pytest.fixture(scope="module")
+def m113():
+    return mechdyn.load("m113")
+
+
+@pytest.fixture(scope="module")
+def large(m113) -> float:
+    """Four times Verlet's accuracy step (about 22 samples per contact period)."""
+    return 4 * accuracy_step(ContactSim(m113).contact).dt
+
+
+@pytest.fixture(scope="module")
+def settled(m113, large) -> Settle:
+    return settle(m113, dt=large, scheme="galpha")
+
+
+def _gates(res) -> dict:
+    return {g.name: g for g in res.gates}
+
+
+def test_settle_passes_every_gate_at_four_times_the_accuracy_step(m113, large, settled):
+    for g in settled.gates:
+        print(g.line())
+    n = settled.run.newton
+    print(f"galpha at {large:.4g} s: {n.per_step:.3g} corrections a step (at most {n.most}), {n.matrices} matrices "
+          f"over {n.steps} steps, {settled.stepping:.3g} s stepping for {settled.run.t[-1]:.3g} s")
+    assert all(g.passed for g in settled.gates)
+    assert n.steps == round(settled.run.t[-1] / large) and n.matrices >= 3 and n.most <= 12
+    # the control: Verlet at the same step injects more in one step than the energy gate allows
+    verlet = settle(m113, dt=large)
+    assert not _gates(verlet)["energy"].passed
+
+
+def test_slope_hold_at_four_times_the_accuracy_step(m113, large, settled):
+    q, qd = settled.state
+    h = hold(m113, q, qd, dt=large, scheme="galpha")
+    print(h.gates[0].line(), f"energy rise {h.rise:.3g} J (bound {h.rise_bound:.3g} J)")
+    assert all(g.passed for g in h.gates) and h.rise <= h.rise_bound
+
+
+def test_real_time_mode_passes_every_gate(m113, large):
+    res = settle(m113, dt=large, scheme="galpha", implicit=Implicit(iterations=2))
+    n = res.run.newton
+    print(f"2 corrections a step: last correction at most {n.last_change:.3g} m/s, {n.matrices} matrices")
+    assert all(g.passed for g in res.gates)
+    assert n.most == 2 and n.iterations == 2 * n.steps
+
+
+def momentum_residuals(dyn, scheme: str, sim=None) -> list[float]:
+    """The settle's momentum gate (|ΔP − M·g·Δt − ΔJ| over the impulse scale) at each of FINE's steps."""
+    return [_gates(settle(dyn, T=SHORT, dt=dt, scheme=scheme, sim=sim))["momentum"].value for dt in FINE]
+
+
+def test_velocity_slot_is_second_order(m113):
+    """The momentum residual is the velocity slot's truncation (the loop's impulse against the momentum the
+    bodies gained): halving dt divides it by 4 with generalized-α, by 2 with Verlet, which runs the tracked
+    models without its predictor (docs/simulation.md)."""
+    ga, verlet = momentum_residuals(m113, "galpha"), momentum_residuals(m113, "verlet")
+    print(f"momentum residual at dt {FINE}: galpha {ga} (ratio {ga[0] / ga[1]:.3f}), verlet {verlet} "
+          f"(ratio {verlet[0] / verlet[1]:.3f})")
+    assert 3.6 < ga[0] / ga[1] < 4.4
+    assert 1.7 < verlet[0] / verlet[1] < 2.3
+    assert ga[1] < 1e-2 * verlet[1]
+
+
+def test_planted_first_order_impulse_is_caught(m113):
+    """The impulse the loop reports, planted as h times the step's end wrench instead of the scheme's own
+    pseudo-wrench recurrence: first order, and the ratio falls to 2."""
+    text = (Path(native.__file__).parent / "step.c").read_text()
+    planted = text.replace("J[i] += h * ((1.0 - o->gamma) * G->wrench[6 + i] + o->gamma * bar);", "J[i] += h * W[i];")
+    assert planted != text
+    bad = momentum_residuals(m113, "galpha", ContactSim(m113, module=native.compile(step_text=planted)))
+    print(f"planted: momentum residual {bad}, ratio {bad[0] / bad[1]:.3f}")
+    assert bad[0] / bad[1] < 2.4
+
+
+def implicit_without_contact(dyn, scheme: str, module=None):
+    """Both implicit routes on a model without band or ground, 0.05 s at 1e-3 s from a seeded state: galpha.c
+    with its matrix from the generated derivatives at every correction (simulate), and the contact loop with its
+    matrix by differences kept across steps."""
+    q0, qd0 = initial_state(dyn, seed=3)
+    opts = Implicit(tol=1e-12)
+    ref = simulate(dyn, q0, qd0, 0.05, 1e-3, scheme, stride=10, implicit=opts)
+    got = ContactSim(dyn, ramp_ground=0.0, module=module).run(q0, qd0, 0.05, 1e-3, scheme, stride=10, implicit=opts)
+    return ref, got
+
+
+@pytest.mark.parametrize("name", ["springpend", "satellite", "quartercar", "fourbar"])
+@pytest.mark.parametrize("scheme", ["galpha", "hht"])
+def test_without_contact_it_is_the_derivatives_stepper(name, scheme):
+    """Two routes to one scheme: the same states and dissipated work to Newton's tolerance, though the matrices
+    differ (exact at every correction, by differences and kept), since Newton converges to the same root."""
+    ref, got = implicit_without_contact(mechdyn.load(name), scheme)
+    gaps = [float(np.abs(a - b).max()) for a, b in ((ref.q, got.q), (ref.qd, got.qd), (ref.dissipated, got.dissipated))]
+    print(f"{name} {scheme}: q {gaps[0]:.2g}, qd {gaps[1]:.2g}, work {gaps[2]:.2g}; corrections a step "
+          f"{ref.newton.per_step:.3g} and {got.newton.per_step:.3g}, {got.newton.matrices} matrix by differences")
+    assert max(gaps) < 1e-11
+
+
+def test_planted_pseudo_acceleration_is_caught():
+    """The contact loop's step started from the true acceleration where the scheme carries its pseudo-acceleration
+    (α_m, α_f dropped from the recurrence): the routes part."""
+    text = (Path(native.__file__).parent / "step.c").read_text()
+    planted = text.replace("memcpy(gw.an, G->acc, sizeof(double) * nv);", "memcpy(gw.an, qdd_prev, sizeof(double) * nv);")
+    assert planted != text
+    ref, got = implicit_without_contact(mechdyn.load("springpend"), "galpha", native.compile(step_text=planted))
+    print(f"planted: qd apart by {np.abs(ref.qd - got.qd).max():.3g}")
+    assert np.abs(ref.qd - got.qd).max() > 1e-6
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(implicit=Implicit(adaptive=True)), "fixed dt"),
+    (dict(implicit=Implicit(iterations=2, refresh=0)), "refresh > 0"),
+    (dict(scheme="verlet", implicit=Implicit()), "explicit scheme"),
+])
+def test_contact_run_refuses(m113, kw, words):
+    sim, q0 = ContactSim(m113), m113.model.q0()
+    kw = {"scheme": "galpha", **kw}
+    with pytest.raises(ValueError, match=words):
+        sim.run(q0, np.zeros(m113.nv), 1e-3, 1e-3, **kw)
+
+
+def test_refresh_is_the_contact_loops_setting():
+    dyn = mechdyn.load("elbow")
+    with pytest.raises(ValueError, match="contact loop's setting"):
+        simulate(dyn, dyn.model.q0(), np.zeros(dyn.nv), 0.01, 1e-3, "galpha", implicit=Implicit(refresh=10))
