@@ -319,8 +319,10 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
         raise InputError(f"sim: {model.name}: {e}") from None
     nsteps = round(res.run.t[-1] / res.step.dt)
     origin = "--dt" if args.dt is not None else "the accuracy step"
-    print(f"sim: {model.name}: settle of {res.run.t[-1]:.4g} s from the design pose at rest, {nsteps} "
-          f"{args.scheme} steps at {origin}: {res.step.describe()}")
+    steps = (f"{args.scheme} adaptive steps, {nsteps} outputs" if implicit is not None and implicit.adaptive
+             else f"{nsteps} {args.scheme} steps")
+    print(f"sim: {model.name}: settle of {res.run.t[-1]:.4g} s from the design pose at rest, {steps} at {origin}: "
+          f"{res.step.describe()}")
     for g in res.gates:
         print(g.line())
     for n in res.notes:
@@ -378,9 +380,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     implicit = _implicit_options(args)
     if model.tracks or model.ground is not None:
-        if implicit is not None and (implicit.adaptive or args.drive):
-            raise InputError(f"sim: --scheme {args.scheme} steps a model with contact at a fixed --dt, through the "
-                             "settle and the hold: --adaptive and --drive are not available there")
+        if implicit is not None and args.drive:
+            raise InputError(f"sim: --scheme {args.scheme} runs a model with contact through the settle and the "
+                             "hold: --drive steps with verlet or euler")
         return cmd_sim_contact(args, model, t_start, startup, implicit)
     if args.samples is not None:
         raise InputError("sim: --samples chooses the step of a model with contact; give a tree model's step by --dt")
@@ -468,7 +470,8 @@ def _implicit_options(args: argparse.Namespace):
     implicit scheme given with an explicit one, or to the other implicit scheme, are refused."""
     from mechdyn.sim.implicit import Implicit
 
-    given = {f: getattr(args, f.strip("-").replace("-", "_")) for f in ("--rho-inf", "--alpha", "--newton", "--rtol")}
+    flags = ("--rho-inf", "--alpha", "--newton", "--rtol", "--atol")
+    given = {f: getattr(args, f.strip("-").replace("-", "_")) for f in flags}
     given = {f: v for f, v in given.items() if v is not None}
     if args.adaptive:
         given["--adaptive"] = True
@@ -481,10 +484,11 @@ def _implicit_options(args: argparse.Namespace):
         raise InputError(f"sim: {wrong} is not a setting of --scheme {args.scheme} (galpha takes --rho-inf, hht --alpha)")
     if args.newton is not None and args.adaptive:
         raise InputError("sim: --newton N fixes the corrections of a fixed step; --adaptive needs Newton to converge")
-    if args.rtol is not None and not args.adaptive:
-        raise InputError("sim: --rtol is the adaptive step's tolerance: add --adaptive")
+    for tol in ("--rtol", "--atol"):
+        if tol in given and not args.adaptive:
+            raise InputError(f"sim: {tol} is the adaptive step's tolerance: add --adaptive")
     opts = Implicit(iterations=args.newton, adaptive=args.adaptive)
-    for flag, key in (("--rho-inf", "rho_inf"), ("--alpha", "alpha"), ("--rtol", "rtol")):
+    for flag, key in (("--rho-inf", "rho_inf"), ("--alpha", "alpha"), ("--rtol", "rtol"), ("--atol", "atol")):
         if flag in given:
             opts = replace(opts, **{key: given[flag]})
     return opts.checked()
@@ -723,6 +727,7 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn sim satellite --scheme galpha --adaptive --rtol 1e-8 --dt 0.01\n"
                        "  mechdyn sim m113                    # the 4 s settle, the 8 s hold on 15 deg, their gates\n"
                        "  mechdyn sim m113 --scheme galpha --dt 1.2e-3    # the same, implicit, 6.4x the step\n"
+                       "  mechdyn sim m113 --scheme galpha --adaptive --rtol 1e-3 --atol 1e-6 --dt 7.5e-4\n"
                        "  mechdyn sim m113 --slope 20 --fric reg --trace m113.csv\n"
                        "  mechdyn sim track_demo --drive --slope 10\n"
                        "  mechdyn sim track_min --samples 180 --time 2")
@@ -746,6 +751,8 @@ def parser() -> argparse.ArgumentParser:
                    "estimate (--dt is then the output interval)")
     s.add_argument("--rtol", type=float_range(1e-14, 1.0, "a relative tolerance"), help="with --adaptive: the local "
                    "error's relative tolerance (default 1e-6)")
+    s.add_argument("--atol", type=float_range(1e-15, 1.0, "an absolute tolerance"), help="with --adaptive: the local "
+                   "error's absolute tolerance, m or rad (default 1e-9; about 1e-6 for the tracked vehicles)")
     s.add_argument("--trace", metavar="FILE.csv", type=output_file, help="write t, q, qd, energy (and closure) to a CSV file")
     s.add_argument("--stride", type=int_range(1, MAX_STEPS), help="record every N-th step (default: about 2000 rows)")
     s.add_argument("--seed", type=seed, help="start from a seeded random state (closed and velocity-consistent "

@@ -140,7 +140,7 @@ class ContactSim:
             setattr(plant, f, ffi.cast({"fwd_dyn": "md_dyn_fn", "drift": "md_drift_fn"}.get(f, "md_rows_fn"),
                                        dyn.address(name)))
         self._plant, self._lib_keep = plant, lib  # the generated module, alive while its functions are pointed at
-        self._ga_end = None  # the last implicit run's end: (q, qd, its true acceleration, scheme)
+        self._ga_end = None  # the last implicit run's end: (q, qd, its true acceleration, scheme, settings)
         self._ga = self._implicit_state()
         self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
                                                   ("Xs", 18 * dyn.nbody), ("fstat", 6 * dyn.nbody),
@@ -220,16 +220,16 @@ class ContactSim:
         contact metrics (AUX). tau (nv,) and act (nact,) held, or schedules dt_sched apart as in simulate.
         `timed`: split the stepping time into STAGES (clock reads each stage: a little slower). `dissipation`:
         integrate the contact's dissipated power at every step into the work_contact column (the producers run
-        twice a step). The implicit schemes ("galpha", "hht") take their settings from `implicit` (not adaptive:
-        the contact's step is fixed); a run that starts where the last one of the same scheme ended carries its
-        accelerations on. Raises SimulationDiverged if the state goes non-finite, or Newton fails."""
+        twice a step). The implicit schemes ("galpha", "hht") take their settings from `implicit`; adaptive, dt
+        is the interval of the output times, each landed on, and a row's wrench is its last step's. A run that
+        starts where the last one of the same scheme and settings ended carries its accelerations (and its
+        adaptive step) on. Raises SimulationDiverged if the state goes non-finite, NewtonFailed if Newton fails
+        or the adaptive step falls below dt_min."""
         dyn = self.dyn
         if scheme not in SCHEMES and scheme not in IMPLICIT:
             raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join([*SCHEMES, *IMPLICIT])}")
         if scheme in IMPLICIT:
             implicit = (implicit or imp.Implicit()).checked()
-            if implicit.adaptive:
-                raise ValueError("the contact loop steps at a fixed dt: an adaptive implicit step is not available")
         elif implicit is not None:
             raise ValueError(f"implicit settings were given for the explicit scheme {scheme!r}")
         T, dt, t0 = real_scalar("T", T), real_scalar("dt", dt), real_scalar("t0", t0)
@@ -270,15 +270,15 @@ class ContactSim:
                     buf(work), buf(self._impulse), buf(self._work_contact), done_c,
                     buf(timers) if timed else ffi.NULL)
                 if scheme in IMPLICIT:
-                    self._ga_end = (q.copy(), qd.copy(), qdd_prev.copy(), scheme)
+                    self._ga_end = (q.copy(), qd.copy(), qdd_prev.copy(), scheme, implicit)
                 seconds += time.perf_counter() - start
                 rec += got
                 done += done_c[0]
                 bar.update(done_c[0])
                 if done_c[0] < n:
                     part = self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
-                    if scheme in IMPLICIT and np.isfinite(q).all() and np.isfinite(qd).all():
-                        raise imp.NewtonFailed(dyn.model.name, t0 + done * dt, imp.WHY[2], part)
+                    if scheme in IMPLICIT and self._ga.status > 1:
+                        raise imp.NewtonFailed(dyn.model.name, t0 + done * dt, imp.WHY[self._ga.status], part)
                     raise SimulationDiverged(dyn.model.name, done + 1, t0 + (done + 1) * dt, part)
         del keep
         return self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
@@ -286,18 +286,18 @@ class ContactSim:
     def _implicit(self, sc, scheme: str, opts: imp.Implicit, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """Hand the scene the implicit scheme's settings and carried state (md_implicit); the true acceleration it
         starts from: the last run's, when this one starts where that ended, else computed by the loop at (q, qd)."""
-        ffi, nv = self.ffi, self.dyn.nv
-        G, s = self._ga, opts.parameters(scheme)
-        o = G.opts
-        o.alpha_m, o.alpha_f, o.beta, o.gamma = s.alpha_m, s.alpha_f, s.beta, s.gamma
-        o.max_iter = opts.iterations if opts.iterations is not None else opts.max_iter
-        o.fixed, o.tol, o.adaptive = int(opts.iterations is not None), opts.tol, 0
+        nv, G = self.dyn.nv, self._ga
+        o = imp.fill_options(G.opts, scheme, opts)
         G.refresh = opts.refresh if opts.refresh is not None else (imp.REFRESH_FIXED if o.fixed else 0)
         G.delta, G.since = IMPLICIT_DELTA, -1
         end = self._ga_end
-        carried = end is not None and end[3] == scheme and np.array_equal(end[0], q) and np.array_equal(end[1], qd)
+        carried = (end is not None and end[3:] == (scheme, opts) and np.array_equal(end[0], q)
+                   and np.array_equal(end[1], qd))
         G.started = int(carried)
-        self._ga_arrays["stats"][:] = 0.0
+        stats = self._ga_arrays["stats"]
+        proposal = stats[6] if carried and opts.adaptive else 0.0
+        stats[:] = 0.0
+        stats[6] = proposal
         sc.ga = G
         return end[2].copy() if carried else np.zeros(nv)
 

@@ -201,7 +201,10 @@ static double ga_dot(const double *a, const double *b, int n)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int k = 0;
-    for (; k + 4 <= n; k += 4) s0 += a[k] * b[k], s1 += a[k + 1] * b[k + 1], s2 += a[k + 2] * b[k + 2], s3 += a[k + 3] * b[k + 3];
+    for (; k + 4 <= n; k += 4) {
+        s0 += a[k] * b[k], s1 += a[k + 1] * b[k + 1];
+        s2 += a[k + 2] * b[k + 2], s3 += a[k + 3] * b[k + 3];
+    }
     for (; k < n; ++k) s0 += a[k] * b[k];
     return (s0 + s1) + (s2 + s3);
 }
@@ -409,6 +412,34 @@ static double ga_error(const md_ga_plant *m, const md_ga_opts *o, const ga_work 
     return e;
 }
 
+/* The next step from t toward the output time tend: a fixed step is dt itself; an adaptive one is the proposal *h
+ * (capped by dt_max), landing on tend exactly when it reaches it, or two even steps to tend instead of a step and a
+ * sliver. *last: this step lands on tend. */
+static double ga_substep(const md_ga_opts *o, double *h, double t, double tend, double dt, int *last)
+{
+    if (!o->adaptive) {
+        *last = 1;
+        return dt;
+    }
+    if (*h > o->dt_max) *h = o->dt_max;
+    *last = 0;
+    if (t + *h >= tend - 1e-12 * dt) {
+        *last = 1;
+        return tend - t;
+    }
+    return t + 2.0 * *h > tend ? 0.5 * (tend - t) : *h;
+}
+
+/* After an accepted adaptive step hs with scaled error err: the next proposal *h from the estimate (third order in
+ * h), kept within [hs/5, 2hs] and above dt_min; the landing step does not shrink the proposal. */
+static void ga_grow(const md_ga_opts *o, double err, double hs, int last, double *h)
+{
+    double grow = err > 0.0 ? 0.9 * pow(err, -1.0 / 3.0) : 2.0;
+    grow = grow > 2.0 ? 2.0 : grow < 0.2 ? 0.2 : grow;
+    if (!last || hs * grow > *h) *h = hs * grow;
+    if (*h < o->dt_min) *h = o->dt_min;
+}
+
 /* Step (q, qd, qdd, acc) in place from t0 to t0 + nout dt: qdd is the true acceleration and acc generalized-α's
  * pseudo-acceleration (both qdd = acc = f(q, qd) at a run's start; the caller computes them). A fixed step takes
  * nout steps of dt; an adaptive one takes what its estimate allows, landing on every multiple of dt. Every
@@ -438,15 +469,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
         double t = tk;
         int last = 0;
         while (!last) {
-            double hs = dt;
-            if (o->adaptive) {
-                if (h > o->dt_max) h = o->dt_max;
-                hs = h;
-                if (t + hs >= tend - 1e-12 * dt) { hs = tend - t; last = 1; }
-                else if (t + 2.0 * hs > tend) hs = 0.5 * (tend - t);  /* two even steps, not one and a sliver */
-            } else {
-                last = 1;
-            }
+            const double hs = ga_substep(o, &h, t, tend, dt, &last);
             memcpy(w.qn, q, sizeof(double) * nq);
             memcpy(w.vn, qd, sizeof(double) * nv);
             memcpy(w.fn, qdd, sizeof(double) * nv);
@@ -492,17 +515,8 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             if (stats[4] == 0.0 || hs < stats[4]) stats[4] = hs;
             if (hs > stats[5]) stats[5] = hs;
             if (lastdv > stats[7]) stats[7] = lastdv;
-            if (o->adaptive) {
-                /* the next step from the estimate (third order in h), kept within [h/5, 2h]; the landing step
-                 * does not shrink the proposal */
-                double grow = err > 0.0 ? 0.9 * pow(err, -1.0 / 3.0) : 2.0;
-                grow = grow > 2.0 ? 2.0 : grow < 0.2 ? 0.2 : grow;
-                if (!last || hs * grow > h) h = hs * grow;
-                if (h < o->dt_min) h = o->dt_min;
-                stats[6] = h;
-            } else {
-                stats[6] = hs;
-            }
+            if (o->adaptive) ga_grow(o, err, hs, last, &h);
+            stats[6] = o->adaptive ? h : hs;
         }
         if (stride > 0 && (k + 1) % stride == 0) {
             memcpy(traj_q + nrec * nq, q, sizeof(double) * nq);

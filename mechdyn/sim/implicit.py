@@ -160,12 +160,18 @@ class Stepper:
 
     def options(self, name: str, opts: Implicit):
         """galpha.c's md_ga_opts for scheme `name` with `opts`."""
-        s, o = opts.parameters(name), self.mod.ffi.new("md_ga_opts *")
-        o.alpha_m, o.alpha_f, o.beta, o.gamma = s.alpha_m, s.alpha_f, s.beta, s.gamma
-        o.max_iter = opts.iterations if opts.iterations is not None else opts.max_iter
-        o.fixed, o.tol, o.adaptive = int(opts.iterations is not None), opts.tol, int(opts.adaptive)
-        o.rtol, o.atol, o.dt_min, o.dt_max = opts.rtol, opts.atol, opts.dt_min, min(opts.dt_max, 1e300)
-        return o
+        return fill_options(self.mod.ffi.new("md_ga_opts *"), name, opts)
+
+
+def fill_options(o, name: str, opts: Implicit):
+    """galpha.c's md_ga_opts o (a cffi struct of any module that compiled galpha.c) filled for scheme `name` with
+    `opts`; o."""
+    s = opts.parameters(name)
+    o.alpha_m, o.alpha_f, o.beta, o.gamma = s.alpha_m, s.alpha_f, s.beta, s.gamma
+    o.max_iter = opts.iterations if opts.iterations is not None else opts.max_iter
+    o.fixed, o.tol, o.adaptive = int(opts.iterations is not None), opts.tol, int(opts.adaptive)
+    o.rtol, o.atol, o.dt_min, o.dt_max = opts.rtol, opts.atol, opts.dt_min, min(opts.dt_max, 1e300)
+    return o
 
 
 def start(dyn, q: np.ndarray, qd: np.ndarray, tau, fext, act) -> tuple[np.ndarray, np.ndarray]:

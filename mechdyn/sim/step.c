@@ -46,7 +46,8 @@ typedef struct {
  * and kept across steps until `refresh` steps have passed or Newton slows. */
 typedef struct md_implicit {
     md_ga_plant plant;     /* the joints' layout for q ∘ exp(Δ) (its function pointers are not called here) */
-    md_ga_opts opts;       /* the parameters, max_iter and tol; fixed: exactly max_iter corrections a step */
+    md_ga_opts opts;       /* the parameters, max_iter, tol; fixed: exactly max_iter corrections a step; adaptive:
+                            * rtol, atol, dt_min, dt_max */
     int refresh;           /* rebuild the matrix at least every this many steps (0: only when Newton slows) */
     double delta;          /* a column's difference moves q by this much (m or rad) */
     int started;           /* 0: the call starts a run (the carried state below is computed at q, qd) */
@@ -59,6 +60,7 @@ typedef struct md_implicit {
     long since;            /* steps since the matrix was built; < 0: none yet (a run's first call: the brakes or
                             * the step may have changed) */
     double pc;             /* the contact's dissipated power at the last step's end */
+    int status;            /* how the call ended: 0 done, 1 not finite, 2 Newton failed, 3 below dt_min, 4 memory */
 } md_implicit;
 
 enum { MD_AUX = 25 };  /* doubles per recorded row of aux, in this order: */
@@ -343,7 +345,7 @@ static int sim_ga_step(const md_plant *m, const md_scene *sc, ga_work *w, double
 
 /* Scheme 2 of md_sim_contact: generalized-α with contact (its arguments as md_sim_contact's; qdd_prev carries the
  * true acceleration). */
-static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nsteps, double t0, double h, double *q,
+static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nsteps, double t0, double dt, double *q,
                                double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau,
                                const double *act, long stride, double *traj_q, double *traj_qd, double *traj_aux,
                                double *work, double *impulse, double *work_contact, long *done, double *timers)
@@ -353,19 +355,22 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
     const int nq = m->nq, nv = m->nv;
     const long nanch = sc->anchors ? 16L * sc->ground->npad : 0;
     const double am = o->alpha_m, af = o->alpha_f;
-    double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, last = 0.0;
+    double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, lastdv = 0.0;
     double mark = timers ? sim_now() : 0.0;
     ga_work gw;
     long nrec = 0, k = 0;
     *done = 0;
-    if (ga_alloc(&G->plant, &gw)) return 0;
+    if (ga_alloc(&G->plant, &gw)) {
+        G->status = 4;
+        return 0;
+    }
     for (int i = 0; i < 6; ++i) J[i] = impulse[i];
     if (!G->started) {  /* f, the pseudo-acceleration and the pseudo-wrench start at the true ones at (q, qd) */
         const double *u, *fe, *ac;
         ga_inputs(&G->plant, nsched, dt_sched, t0, tau, NULL, act, &u, &fe, &ac);
         if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);  /* this look leaves them as they are */
-        sim_contact(m, sc, q, qd, h, t0, W, timers, &mark);
-        G->pc = sc->dissipation ? sim_dissipated(m, sc, h, sim_ramp(sc->ramp_ground, t0),
+        sim_contact(m, sc, q, qd, dt, t0, W, timers, &mark);
+        G->pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t0),
                                                  sim_ramp(sc->ramp_band, t0)) : 0.0;
         memcpy(sc->tau, u, sizeof(double) * nv);
         sim_brakes(sc, q, qd, sc->tau);
@@ -375,42 +380,67 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
         for (int i = 0; i < 6; ++i) G->wrench[i] = G->wrench[6 + i] = W[i];
         G->started = 1;
     }
-    for (k = 0; k < nsteps; ++k) {
-        const double t = t0 + (k + 1) * h;  /* the equations hold at the step's end */
-        const double *u, *fe, *ac;
-        ga_inputs(&G->plant, nsched, dt_sched, t0 + (k + 0.5) * h, tau, NULL, act, &u, &fe, &ac);
-        memcpy(gw.qn, q, sizeof(double) * nq);
-        memcpy(gw.vn, qd, sizeof(double) * nv);
-        memcpy(gw.fn, qdd_prev, sizeof(double) * nv);
-        memcpy(gw.an, G->acc, sizeof(double) * nv);
-        if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
-        const int it = sim_ga_step(m, sc, &gw, h, t, u, ac, q, qd, qdd_prev, W, &last, timers, &mark);
-        double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * h * (p0 + p1), sum = w1;
-        for (int i = 0; i < nq; ++i) sum += q[i];
-        for (int i = 0; i < nv; ++i) sum += qd[i];
-        if (it < 0 || !sim_finite(sum)) {  /* back to the step's start */
-            memcpy(q, gw.qn, sizeof(double) * nq);
-            memcpy(qd, gw.vn, sizeof(double) * nv);
-            memcpy(qdd_prev, gw.fn, sizeof(double) * nv);
-            memcpy(G->acc, gw.an, sizeof(double) * nv);
-            if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
-            break;
+    double hp = o->adaptive && G->stats[6] > 0.0 ? G->stats[6] : dt;  /* the adaptive step's proposal */
+    G->status = 0;
+    for (k = 0; k < nsteps && !G->status; ++k) {  /* output intervals, each one step of dt or adaptive steps */
+        const double tend = t0 + (k + 1) * dt;
+        double t = t0 + k * dt;
+        int landed = 0;
+        while (!landed) {
+            const double h = ga_substep(o, &hp, t, tend, dt, &landed);
+            const double *u, *fe, *ac;
+            ga_inputs(&G->plant, nsched, dt_sched, t + 0.5 * h, tau, NULL, act, &u, &fe, &ac);
+            memcpy(gw.qn, q, sizeof(double) * nq);
+            memcpy(gw.vn, qd, sizeof(double) * nv);
+            memcpy(gw.fn, qdd_prev, sizeof(double) * nv);
+            memcpy(gw.an, G->acc, sizeof(double) * nv);
+            if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
+            /* the equations hold at the step's end */
+            const int it = sim_ga_step(m, sc, &gw, h, t + h, u, ac, q, qd, qdd_prev, W, &lastdv, timers, &mark);
+            const double err = o->adaptive && it >= 0 ? ga_error(&G->plant, o, &gw, h, qdd_prev) : 0.0;
+            double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * h * (p0 + p1), sum = w1;
+            for (int i = 0; i < nq; ++i) sum += q[i];
+            for (int i = 0; i < nv; ++i) sum += qd[i];
+            if (it < 0 || !(err <= 1.0) || !sim_finite(sum)) {  /* back to the step's start */
+                memcpy(q, gw.qn, sizeof(double) * nq);
+                memcpy(qd, gw.vn, sizeof(double) * nv);
+                memcpy(qdd_prev, gw.fn, sizeof(double) * nv);
+                memcpy(G->acc, gw.an, sizeof(double) * nv);
+                if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+                if (!o->adaptive || !sim_finite(sum)) {
+                    G->status = it < 0 ? 2 : 1;
+                    break;
+                }
+                G->stats[3] += 1.0;  /* rejected: halve */
+                hp = 0.5 * h;
+                if (hp < o->dt_min) {
+                    G->status = 3;
+                    break;
+                }
+                landed = 0;
+                continue;
+            }
+            const double pc = sc->dissipation ? sim_dissipated(m, sc, h, sim_ramp(sc->ramp_ground, t + h),
+                                                               sim_ramp(sc->ramp_band, t + h)) : 0.0;
+            w = w1, p0 = p1, wc += 0.5 * h * (G->pc + pc), G->pc = pc;
+            /* the impulse the scheme applies: its pseudo-wrench, by the recurrence the pseudo-acceleration follows */
+            for (int i = 0; i < 6; ++i) {
+                const double bar = ((1.0 - af) * W[i] + af * G->wrench[i] - am * G->wrench[6 + i]) / (1.0 - am);
+                J[i] += h * ((1.0 - o->gamma) * G->wrench[6 + i] + o->gamma * bar);
+                G->wrench[i] = W[i], G->wrench[6 + i] = bar;
+            }
+            t += h;
+            G->stats[0] += 1.0;
+            G->stats[1] += it;
+            if (it > G->stats[2]) G->stats[2] = it;
+            if (G->stats[4] == 0.0 || h < G->stats[4]) G->stats[4] = h;
+            if (h > G->stats[5]) G->stats[5] = h;
+            if (lastdv > G->stats[7]) G->stats[7] = lastdv;
+            if (o->adaptive) ga_grow(o, err, h, landed, &hp);
+            G->stats[6] = o->adaptive ? hp : h;
+            sim_lap(timers, 4, &mark);
         }
-        const double pc = sc->dissipation ? sim_dissipated(m, sc, h, sim_ramp(sc->ramp_ground, t),
-                                                           sim_ramp(sc->ramp_band, t)) : 0.0;
-        w = w1, p0 = p1, wc += 0.5 * h * (G->pc + pc), G->pc = pc;
-        /* the impulse the scheme applies: its pseudo-wrench, by the recurrence the pseudo-acceleration follows */
-        for (int i = 0; i < 6; ++i) {
-            const double bar = ((1.0 - af) * W[i] + af * G->wrench[i] - am * G->wrench[6 + i]) / (1.0 - am);
-            J[i] += h * ((1.0 - o->gamma) * G->wrench[6 + i] + o->gamma * bar);
-            G->wrench[i] = W[i], G->wrench[6 + i] = bar;
-        }
-        G->stats[0] += 1.0;
-        G->stats[1] += it;
-        G->stats[4] = G->stats[5] = G->stats[6] = h;
-        if (it > G->stats[2]) G->stats[2] = it;
-        if (last > G->stats[7]) G->stats[7] = last;
-        sim_lap(timers, 4, &mark);
+        if (G->status) break;
         if (stride > 0 && (k + 1) % stride == 0) {
             memcpy(traj_q + nrec * nq, q, sizeof(double) * nq);
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
@@ -427,8 +457,9 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
     return nrec;
 }
 
-/* Step (q, qd) in place by semi-implicit Euler (scheme 0), Störmer–Verlet (1) or generalized-α (2, sc->ga), with contact: kinematics, the
- * producers, the brakes, fwd_dyn, the drift. tau and act are schedules of nsched samples dt_sched apart, held
+/* Step (q, qd) in place by semi-implicit Euler (scheme 0), Störmer–Verlet (1) or generalized-α (2, with its
+ * settings in sc->ga; nothing is stepped without them), with contact: kinematics, the producers, the brakes,
+ * fwd_dyn, the drift. tau and act are schedules of nsched samples dt_sched apart, held
  * between samples (the index clamped into range); act may be NULL. *work accumulates the dissipated work of the
  * model's dampers and the brakes (trapezoidal on the step's end powers), *impulse (6) the ground's wrench times
  * dt. Every stride-th state is recorded into traj_q, traj_qd and traj_aux (MD_AUX per row). Stops at the first
@@ -439,6 +470,10 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
                     long stride, double *traj_q, double *traj_qd, double *traj_aux, double *work, double *impulse,
                     double *work_contact, long *done, double *timers)
 {
+    if (scheme == 2 && !sc->ga) {
+        *done = 0;
+        return 0;
+    }
     if (scheme == 2)
         return sim_contact_galpha(m, sc, nsteps, t0, dt, q, qd, qdd_prev, nsched, dt_sched, tau, act, stride, traj_q,
                                   traj_qd, traj_aux, work, impulse, work_contact, done, timers);

@@ -26,6 +26,13 @@ def test_sim_galpha_settles_a_tracked_model(capsys):
     assert "iteration matrices built by differences (the settle)" in out
 
 
+def test_sim_adaptive_with_contact(capsys):
+    assert run(mechdyn_main, ["sim", "track_min", "--scheme", "galpha", "--adaptive", "--rtol", "1e-2", "--atol",
+                              "1e-6", "--dt", "6e-4", "--time", "1.2", "--slope", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "all 8 gates passed" in out and "rejected" in out
+
+
 def test_sim_adaptive(capsys):
     assert run(mechdyn_main, ["sim", "satellite", "--time", "0.1", "--dt", "0.01", "--seed", "1", "--scheme",
                               "galpha", "--adaptive", "--rtol", "1e-7"]) == 0
@@ -39,9 +46,9 @@ def test_sim_adaptive(capsys):
     (["sim", "elbow", "--scheme", "hht", "--rho-inf", "0.5"], "not a setting of --scheme hht"),
     (["sim", "elbow", "--scheme", "galpha", "--newton", "2", "--adaptive"], "--adaptive needs Newton"),
     (["sim", "elbow", "--scheme", "galpha", "--rtol", "1e-6"], "add --adaptive"),
+    (["sim", "elbow", "--scheme", "galpha", "--atol", "1e-6"], "--atol is the adaptive step's tolerance"),
     (["sim", "elbow", "--scheme", "galpha", "--rho-inf", "1.5"], "spectral radius from 0 to 1"),
-    (["sim", "track_min", "--scheme", "galpha", "--adaptive"], "at a fixed --dt"),
-    (["sim", "track_min", "--scheme", "galpha", "--drive"], "--drive are not available"),
+    (["sim", "track_min", "--scheme", "galpha", "--drive"], "--drive steps with verlet or euler"),
     (["sim", "chain63", "--scheme", "galpha"], "at most 48 velocity coordinates"),
     (["bench", "elbow", "--scheme", "galpha"], "give --sim DT"),
     (["bench", "elbow", "--sim", "1e-3", "--newton", "2"], "add --scheme galpha"),
