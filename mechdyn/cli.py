@@ -464,7 +464,6 @@ def newton_line(n, implicit) -> str:
     return f"sim: Newton: {steps}{n.iterations} corrections, {mode}{matrices}"
 
 
-
 def _implicit_options(args: argparse.Namespace):
     """The implicit schemes' settings from sim's flags (None for an explicit scheme); flags that belong to an
     implicit scheme given with an explicit one, or to the other implicit scheme, are refused."""

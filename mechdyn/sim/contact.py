@@ -151,17 +151,12 @@ class ContactSim:
     def _implicit_state(self):
         """galpha.c's md_implicit for this model: the joints' layout, the carried state's arrays (kept alive on
         self)."""
-        ffi, dyn, model = self.ffi, self.dyn, self.dyn.model
-        nv = dyn.nv
-        kinds = [int(b.joint == "floating") for b in model.bodies]
-        self._ga_layout = [ffi.new("int[]", x) for x in (kinds, list(model.qidx), list(model.vidx))]
+        ffi, nv = self.ffi, self.dyn.nv
         self._ga_arrays = {"acc": np.zeros(nv), "wrench": np.zeros(12), "J": np.zeros(nv * nv),
                            "anchors0": np.zeros(max(1, 4 * self.contact.ncorner)), "stats": np.zeros(imp.STATS + 1)}
         self._ga_piv = ffi.new("int[]", nv)
         G = ffi.new("md_implicit *")
-        p = G.plant
-        p.nq, p.nv, p.nbody, p.nact, p.njoint = dyn.nq, nv, dyn.nbody, dyn.nact, len(kinds)
-        p.kind, p.iq, p.iv = self._ga_layout
+        self._ga_layout = imp.fill_layout(ffi, G.plant, self.dyn)
         for k, a in self._ga_arrays.items():
             setattr(G, k, ffi.from_buffer("double[]", a))
         G.piv = self._ga_piv
@@ -196,6 +191,12 @@ class ContactSim:
             if not all(math.isfinite(x) for x in (b.q0, b.k, b.c)) or b.k < 0 or b.c < 0:
                 raise ValueError(f"brake on body {b.body}: expected finite q0 and k, c >= 0, got {b}")
         self._brakes = tuple(brakes)
+        self.restart()
+
+    def restart(self) -> None:
+        """The next implicit run starts afresh, its accelerations computed at its start, even where the last one
+        ended (as it does after new brakes or an explicit run, which change what was carried)."""
+        self._ga_end = None
 
     def _scene(self):
         ffi, con = self.ffi, self.contact
@@ -232,6 +233,8 @@ class ContactSim:
             implicit = (implicit or imp.Implicit()).checked()
         elif implicit is not None:
             raise ValueError(f"implicit settings were given for the explicit scheme {scheme!r}")
+        else:
+            self.restart()  # it moves the anchors and the state on without the implicit run's accelerations
         T, dt, t0 = real_scalar("T", T), real_scalar("dt", dt), real_scalar("t0", t0)
         stride = integer("stride", stride, 1)
         if dt <= 0 or T < 0:
@@ -277,6 +280,8 @@ class ContactSim:
                 bar.update(done_c[0])
                 if done_c[0] < n:
                     part = self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+                    if scheme in IMPLICIT and self._ga.status == 4:
+                        raise MemoryError(f"{dyn.model.name}: the implicit step's workspace could not be allocated")
                     if scheme in IMPLICIT and self._ga.status > 1:
                         raise imp.NewtonFailed(dyn.model.name, t0 + done * dt, imp.WHY[self._ga.status], part)
                     raise SimulationDiverged(dyn.model.name, done + 1, t0 + (done + 1) * dt, part)

@@ -123,7 +123,9 @@ class NewtonStats:
         return self.iterations / max(self.steps, 1)
 
     def __add__(self, later: NewtonStats) -> NewtonStats:
-        """The stats of this run followed by `later` (a run that continues it)."""
+        """The stats of this run followed by `later` (a run that continues it); a run of no steps adds none."""
+        if not later.steps or not self.steps:
+            return later if not self.steps else self
         return NewtonStats(self.steps + later.steps, self.iterations + later.iterations, max(self.most, later.most),
                            self.rejected + later.rejected, min(self.h_min, later.h_min), max(self.h_max, later.h_max),
                            max(self.last_change, later.last_change), self.matrices + later.matrices)
@@ -148,12 +150,9 @@ class Stepper:
 
     def __init__(self, dyn, mod: ModuleType | None = None) -> None:
         self.dyn, self.mod = dyn, module() if mod is None else mod
-        ffi, model = self.mod.ffi, dyn.model
-        kinds = [int(b.joint == "floating") for b in model.bodies]
-        self._keep = [ffi.new("int[]", x or [0]) for x in (kinds, list(model.qidx), list(model.vidx))]
+        ffi = self.mod.ffi
         p = ffi.new("md_ga_plant *")
-        p.nq, p.nv, p.nbody, p.nact, p.njoint = dyn.nq, dyn.nv, dyn.nbody, dyn.nact, len(kinds)
-        p.kind, p.iq, p.iv = self._keep
+        self._keep = fill_layout(ffi, p, dyn)
         p.derivs = ffi.cast("md_ga_derivs_fn", dyn.address("fwd_dyn_derivs"))
         p.power = ffi.cast("md_ga_power_fn", dyn.address("fwd_dyn_power"))
         self.plant = p
@@ -161,6 +160,18 @@ class Stepper:
     def options(self, name: str, opts: Implicit):
         """galpha.c's md_ga_opts for scheme `name` with `opts`."""
         return fill_options(self.mod.ffi.new("md_ga_opts *"), name, opts)
+
+
+def fill_layout(ffi, p, dyn) -> list:
+    """galpha.c's md_ga_plant p (of any module that compiled galpha.c) given dyn's sizes and its joints' layout
+    for q ∘ exp(Δ): each joint floating or not, its q and qd slots. Returns the arrays p points into, for the
+    caller to keep alive."""
+    model = dyn.model
+    kinds = [int(b.joint == "floating") for b in model.bodies]
+    keep = [ffi.new("int[]", x or [0]) for x in (kinds, list(model.qidx), list(model.vidx))]
+    p.nq, p.nv, p.nbody, p.nact, p.njoint = dyn.nq, dyn.nv, dyn.nbody, dyn.nact, len(kinds)
+    p.kind, p.iq, p.iv = keep
+    return keep
 
 
 def fill_options(o, name: str, opts: Implicit):

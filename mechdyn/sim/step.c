@@ -60,6 +60,7 @@ typedef struct md_implicit {
     long since;            /* steps since the matrix was built; < 0: none yet (a run's first call: the brakes or
                             * the step may have changed) */
     double pc;             /* the contact's dissipated power at the last step's end */
+    int pc_valid;          /* pc was integrated by the last call (0: recompute it at the next call's start) */
     int status;            /* how the call ended: 0 done, 1 not finite, 2 Newton failed, 3 below dt_min, 4 memory */
 } md_implicit;
 
@@ -222,13 +223,20 @@ static int sim_finite(double x)
 /* One evaluation of the right-hand side at the step's acceleration w->x: the state it gives (ga_state), the
  * contact there at time t with the anchors as they were at the step's start, the brakes and fwd_dyn into F; the
  * ground wrench into W. */
+/* the doubles of the ground's anchored-friction state (0: none, or no ground to anchor to) */
+static long sim_anchor_count(const md_scene *sc)
+{
+    return sc->anchors && sc->ground ? 16L * sc->ground->npad : 0;
+}
+
 static void sim_ga_eval(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
                         const double *ac, double *q, double *v, double *a, double *F, double *W, double *timers,
                         double *mark)
 {
     md_implicit *G = sc->ga;
+    const long nanch = sim_anchor_count(sc);
     ga_state(&G->plant, &G->opts, w, h, q, v, a);
-    if (sc->anchors) memcpy(sc->anchors, G->anchors0, sizeof(double) * 16 * sc->ground->npad);
+    if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
     sim_contact(m, sc, q, v, h, t, W, timers, mark);
     memcpy(sc->tau, u, sizeof(double) * m->nv);
     sim_brakes(sc, q, v, sc->tau);
@@ -253,22 +261,28 @@ static int sim_ga_matrix(const md_plant *m, const md_scene *sc, ga_work *w, doub
         w->x[j] = xj;
         for (int i = 0; i < nv; ++i) G->J[i * nv + j] = (F[i] - F0[i]) / e - (i == j);
     }
-    G->since = 0;
     G->stats[MD_GA_STATS] += 1.0;
     const int bad = ga_lu(nv, G->J, G->piv);
+    G->since = bad ? -1 : 0;  /* a singular factor is never kept */
     sim_lap(timers, 4, mark);
     return bad;
 }
 
-/* the residual w->r = F − w->x at the state of w->x (F evaluated there by sim_ga_eval); |r|² */
+/* the residual w->r = F − w->x from F = f at w->x; |r|² */
+static double sim_ga_r(int nv, ga_work *w, const double *F)
+{
+    double rn = 0.0;
+    for (int i = 0; i < nv; ++i) w->r[i] = F[i] - w->x[i], rn += w->r[i] * w->r[i];
+    return rn;
+}
+
+/* sim_ga_r with F evaluated at w->x by sim_ga_eval */
 static double sim_ga_residual(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
                               const double *ac, double *q, double *qd, double *F, double *W, double *timers,
                               double *mark)
 {
-    double rn = 0.0;
     sim_ga_eval(m, sc, w, h, t, u, ac, q, qd, sc->ga->acc, F, W, timers, mark);
-    for (int i = 0; i < m->nv; ++i) w->r[i] = F[i] - w->x[i], rn += w->r[i] * w->r[i];
-    return rn;
+    return sim_ga_r(m->nv, w, F);
 }
 
 /* One generalized-α step of size h from the state saved in w (qn, vn, fn, an) with contact, into q, qd, f (the
@@ -293,13 +307,15 @@ static int sim_ga_step(const md_plant *m, const md_scene *sc, ga_work *w, double
     ga_predict(&G->plant, o, w, h);
     memcpy(w->x, w->fn, sizeof(double) * nv);
     int built = 0, it = 0;
+    double rn, prev = 0.0;
     if (G->since < 0 || (G->refresh > 0 && G->since >= G->refresh)) {
         if (sim_ga_matrix(m, sc, w, h, t, u, ac, q, qd, G->acc, F0, F, W, timers, mark)) return -1;
         built = 1;
+        rn = sim_ga_r(nv, w, F0);  /* the matrix's first evaluation was at w->x */
+    } else {
+        rn = sim_ga_residual(m, sc, w, h, t, u, ac, q, qd, F, W, timers, mark);
     }
-    double rn = sim_ga_residual(m, sc, w, h, t, u, ac, q, qd, F, W, timers, mark), prev = 0.0;
     for (;;) {
-        if (o->fixed && it == o->max_iter) break;
         double dv = 0.0, vm = vmax;
         memcpy(d, w->r, sizeof(double) * nv);
         ga_solve(nv, G->J, G->piv, d);
@@ -313,7 +329,7 @@ static int sim_ga_step(const md_plant *m, const md_scene *sc, ga_work *w, double
         *last = dv;
         if (o->fixed || dv <= o->tol * (1.0 + vm)) {  /* the full correction */
             for (int i = 0; i < nv; ++i) w->x[i] -= d[i];
-            if (!o->fixed) break;
+            if (!o->fixed || it == o->max_iter) break;
             rn = sim_ga_residual(m, sc, w, h, t, u, ac, q, qd, F, W, timers, mark);
             continue;
         }
@@ -353,7 +369,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
     md_implicit *G = sc->ga;
     const md_ga_opts *o = &G->opts;
     const int nq = m->nq, nv = m->nv;
-    const long nanch = sc->anchors ? 16L * sc->ground->npad : 0;
+    const long nanch = sim_anchor_count(sc);
     const double am = o->alpha_m, af = o->alpha_f;
     double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, lastdv = 0.0;
     double mark = timers ? sim_now() : 0.0;
@@ -365,24 +381,29 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
         return 0;
     }
     for (int i = 0; i < 6; ++i) J[i] = impulse[i];
-    if (!G->started) {  /* f, the pseudo-acceleration and the pseudo-wrench start at the true ones at (q, qd) */
+    /* a run's start: f, the pseudo-acceleration and the pseudo-wrench start at the true ones at (q, qd); the
+     * contact's dissipated power there too, when the last call did not integrate it */
+    if (!G->started || (sc->dissipation && !G->pc_valid)) {
         const double *u, *fe, *ac;
         ga_inputs(&G->plant, nsched, dt_sched, t0, tau, NULL, act, &u, &fe, &ac);
         if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);  /* this look leaves them as they are */
         sim_contact(m, sc, q, qd, dt, t0, W, timers, &mark);
         G->pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t0),
                                                  sim_ramp(sc->ramp_band, t0)) : 0.0;
-        memcpy(sc->tau, u, sizeof(double) * nv);
-        sim_brakes(sc, q, qd, sc->tau);
-        m->fwd_dyn(q, qd, sc->tau, sc->fext, ac, qdd_prev);
+        if (!G->started) {
+            memcpy(sc->tau, u, sizeof(double) * nv);
+            sim_brakes(sc, q, qd, sc->tau);
+            m->fwd_dyn(q, qd, sc->tau, sc->fext, ac, qdd_prev);
+            memcpy(G->acc, qdd_prev, sizeof(double) * nv);
+            for (int i = 0; i < 6; ++i) G->wrench[i] = G->wrench[6 + i] = W[i];
+            G->started = 1;
+        }
         if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
-        memcpy(G->acc, qdd_prev, sizeof(double) * nv);
-        for (int i = 0; i < 6; ++i) G->wrench[i] = G->wrench[6 + i] = W[i];
-        G->started = 1;
     }
+    G->pc_valid = sc->dissipation;
     double hp = o->adaptive && G->stats[6] > 0.0 ? G->stats[6] : dt;  /* the adaptive step's proposal */
     G->status = 0;
-    for (k = 0; k < nsteps && !G->status; ++k) {  /* output intervals, each one step of dt or adaptive steps */
+    for (k = 0; k < nsteps; ++k) {  /* output intervals, each one step of dt or adaptive steps */
         const double tend = t0 + (k + 1) * dt;
         double t = t0 + k * dt;
         int landed = 0;
@@ -398,20 +419,28 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             /* the equations hold at the step's end */
             const int it = sim_ga_step(m, sc, &gw, h, t + h, u, ac, q, qd, qdd_prev, W, &lastdv, timers, &mark);
             const double err = o->adaptive && it >= 0 ? ga_error(&G->plant, o, &gw, h, qdd_prev) : 0.0;
-            double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * h * (p0 + p1), sum = w1;
-            for (int i = 0; i < nq; ++i) sum += q[i];
-            for (int i = 0; i < nv; ++i) sum += qd[i];
+            double p1 = 0.0, w1 = 0.0, sum = 0.0;
+            if (it >= 0 && err <= 1.0) {
+                p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * h * (p0 + p1), sum = w1;
+                for (int i = 0; i < nq; ++i) sum += q[i];
+                for (int i = 0; i < nv; ++i) sum += qd[i];
+            }
             if (it < 0 || !(err <= 1.0) || !sim_finite(sum)) {  /* back to the step's start */
                 memcpy(q, gw.qn, sizeof(double) * nq);
                 memcpy(qd, gw.vn, sizeof(double) * nv);
                 memcpy(qdd_prev, gw.fn, sizeof(double) * nv);
                 memcpy(G->acc, gw.an, sizeof(double) * nv);
                 if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
-                if (!o->adaptive || !sim_finite(sum)) {
-                    G->status = it < 0 ? 2 : 1;
+                if (it < 0) G->since = -1;  /* a retry builds its matrix afresh */
+                if (it >= 0 && err <= 1.0) {  /* accepted but not finite */
+                    G->status = 1;
                     break;
                 }
-                G->stats[3] += 1.0;  /* rejected: halve */
+                if (!o->adaptive) {
+                    G->status = 2;
+                    break;
+                }
+                G->stats[3] += 1.0;  /* rejected: halve, as galpha.c does */
                 hp = 0.5 * h;
                 if (hp < o->dt_min) {
                     G->status = 3;
@@ -422,7 +451,8 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             }
             const double pc = sc->dissipation ? sim_dissipated(m, sc, h, sim_ramp(sc->ramp_ground, t + h),
                                                                sim_ramp(sc->ramp_band, t + h)) : 0.0;
-            w = w1, p0 = p1, wc += 0.5 * h * (G->pc + pc), G->pc = pc;
+            w = w1, p0 = p1;
+            if (sc->dissipation) wc += 0.5 * h * (G->pc + pc), G->pc = pc;
             /* the impulse the scheme applies: its pseudo-wrench, by the recurrence the pseudo-acceleration follows */
             for (int i = 0; i < 6; ++i) {
                 const double bar = ((1.0 - af) * W[i] + af * G->wrench[i] - am * G->wrench[6 + i]) / (1.0 - am);
@@ -463,8 +493,9 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
  * between samples (the index clamped into range); act may be NULL. *work accumulates the dissipated work of the
  * model's dampers and the brakes (trapezoidal on the step's end powers), *impulse (6) the ground's wrench times
  * dt. Every stride-th state is recorded into traj_q, traj_qd and traj_aux (MD_AUX per row). Stops at the first
- * step whose state or work is not finite; *done is the steps completed. timers (5, s: kinematics, band, ground,
- * dynamics, integration) accumulate when not NULL. Returns the rows recorded. */
+ * step whose state or work is not finite, or (generalized-α) whose Newton fails or whose adaptive step falls below
+ * dt_min: sc->ga->status says which; *done is the steps (output intervals) completed. timers (5, s: kinematics,
+ * band, ground, dynamics, integration) accumulate when not NULL. Returns the rows recorded. */
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
                     long stride, double *traj_q, double *traj_qd, double *traj_aux, double *work, double *impulse,

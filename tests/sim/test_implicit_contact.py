@@ -10,7 +10,7 @@ import pytest
 
 import mechdyn
 from mechdyn.sim import native
-from mechdyn.sim.contact import ContactSim, accuracy_step
+from mechdyn.sim.contact import AUX, ContactSim, accuracy_step
 from mechdyn.sim.implicit import Implicit
 from mechdyn.sim.run import initial_state, simulate
 from mechdyn.sim.settle import Settle, settle
@@ -152,6 +152,32 @@ def test_adaptive_step_with_contact():
         assert all(g.passed for g in res.gates)
         assert n.rejected > 0 and n.h_max > 2 * n.h_min and n.h_max <= every * (1 + 1e-9)
     assert runs[1e-3].run.newton.steps > runs[1e-2].run.newton.steps
+
+
+def test_anchored_friction_without_a_ground():
+    """Anchors asked for on a model with no ground to anchor to: the implicit loop steps it as without them."""
+    dyn = mechdyn.load("springpend")
+    q0, qd0 = initial_state(dyn, seed=3)
+    plain, anchored = (ContactSim(dyn, anchored=a).run(q0, qd0, 0.02, 1e-3, "galpha", stride=20) for a in (False, True))
+    assert np.array_equal(plain.q, anchored.q) and np.array_equal(plain.qd, anchored.qd)
+
+
+def test_contact_work_only_where_integrated():
+    """Runs that continue one another with the contact's dissipation integrated, not, and again (as the settle's
+    three parts do): the middle one adds nothing to the contact's work, and the third starts from its own power."""
+    dyn = mechdyn.load("track_min")
+    sim, col = ContactSim(dyn), AUX.index("work_contact")
+    q, qd, t = dyn.model.q0(), np.zeros(dyn.nv), 0.0
+    works = []
+    for dissipation in (True, False, True):
+        r = sim.run(q, qd, 0.01, 2e-4, "galpha", stride=1, t0=t, dissipation=dissipation)
+        works.append(r.aux[-1, col] - r.aux[0, col])
+        q, qd, t = r.q[-1], r.qd[-1], r.t[-1]
+    whole = ContactSim(dyn).run(dyn.model.q0(), np.zeros(dyn.nv), 0.03, 2e-4, "galpha", stride=1, dissipation=True)
+    print(f"contact work over 0.01 s: {works} (integrated throughout: {whole.aux[50, col]:.4g}, ...)")
+    assert works[1] == 0.0 and works[0] > 0 and works[2] > 0
+    third = whole.aux[-1, col] - whole.aux[100, col]
+    assert abs(works[2] - third) < 1e-6 * abs(third)
 
 
 @pytest.mark.parametrize("kw, words", [
