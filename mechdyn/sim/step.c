@@ -1,7 +1,8 @@
 /* The stepping loop with contact (docs/simulation.md): at every step the generated body kinematics, both
  * contact producers (band.c, ground.c, compiled into this translation unit), the sprocket brakes, the generated
  * forward dynamics and the drift, with no Python in between. The generated functions are called through
- * pointers (Dynamics.address), so one compiled loop serves every model. */
+ * pointers (Dynamics.address), so one compiled loop serves every model. galpha.c comes before it in the unit:
+ * the implicit scheme's step, controller and linear algebra, and ga_finite, serve this loop too. */
 #include <string.h>
 #include <time.h>
 
@@ -212,14 +213,6 @@ static void sim_record(const md_plant *m, const md_scene *sc, const double *q, c
     aux[22] = sim_brake_energy(sc, q);
 }
 
-/* x is neither inf nor NaN, read from its exponent bits (isfinite() may fold to 1 under -ffinite-math-only) */
-static int sim_finite(double x)
-{
-    unsigned long long bits;
-    memcpy(&bits, &x, sizeof bits);
-    return (bits & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
-}
-
 /* One evaluation of the right-hand side at the step's acceleration w->x: the state it gives (ga_state), the
  * contact there at time t with the anchors as they were at the step's start, the brakes and fwd_dyn into F; the
  * ground wrench into W. */
@@ -324,7 +317,7 @@ static int sim_ga_step(const md_plant *m, const md_scene *sc, ga_work *w, double
             if (fabs(qd[i]) > vm) vm = fabs(qd[i]);
         }
         sim_lap(timers, 4, mark);
-        if (!sim_finite(dv)) return -1;
+        if (!ga_finite(dv)) return -1;
         ++it;
         *last = dv;
         if (o->fixed || dv <= o->tol * (1.0 + vm)) {  /* the full correction */
@@ -425,7 +418,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
                 for (int i = 0; i < nq; ++i) sum += q[i];
                 for (int i = 0; i < nv; ++i) sum += qd[i];
             }
-            if (it < 0 || !(err <= 1.0) || !sim_finite(sum)) {  /* back to the step's start */
+            if (it < 0 || !(err <= 1.0) || !ga_finite(sum)) {  /* back to the step's start */
                 memcpy(q, gw.qn, sizeof(double) * nq);
                 memcpy(qd, gw.vn, sizeof(double) * nv);
                 memcpy(qdd_prev, gw.fn, sizeof(double) * nv);
@@ -539,7 +532,7 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
         double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * dt * (p0 + p1), sum = w1;
         for (int i = 0; i < m->nq; ++i) sum += q[i];
         for (int i = 0; i < nv; ++i) sum += qd[i];
-        if (!sim_finite(sum)) break;
+        if (!ga_finite(sum)) break;
         w = w1, p0 = p1, wc += pc * dt;
         for (int i = 0; i < 6; ++i) J[i] += W[i] * dt;
         sim_lap(timers, 4, &mark);
