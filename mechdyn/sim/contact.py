@@ -31,7 +31,6 @@ RAMP_BAND = 0.0  # the band's are not ramped: the model's tensioners push at ful
 BRAKE_PERIODS = 2.0  # the brake's period, in contact periods
 BRAKE_ZETA = 1.0  # the brake's damping, as a fraction of critical on the sprocket alone
 GALPHA = 2  # step.c's scheme number of the implicit schemes (galpha and hht differ in their parameters alone)
-IMPLICIT_DELTA = 1e-11  # m or rad: how far each difference column of the implicit scheme's matrix moves q
 
 # the columns of step.c's recorded rows (MD_AUX)
 AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
@@ -294,7 +293,7 @@ class ContactSim:
         nv, G = self.dyn.nv, self._ga
         o = imp.fill_options(G.opts, scheme, opts)
         G.refresh = opts.refresh if opts.refresh is not None else (imp.REFRESH_FIXED if o.fixed else 0)
-        G.delta, G.since = IMPLICIT_DELTA, -1
+        G.since = -1
         end = self._ga_end
         carried = (end is not None and end[3:] == (scheme, opts) and np.array_equal(end[0], q)
                    and np.array_equal(end[1], qd))

@@ -440,6 +440,37 @@ static void ga_grow(const md_ga_opts *o, double err, double hs, int last, double
     if (*h < o->dt_min) *h = o->dt_min;
 }
 
+/* a step's start (q, qd, qdd, acc) saved into w (qn, vn, fn, an) */
+static void ga_save(const md_ga_plant *m, ga_work *w, const double *q, const double *qd, const double *qdd,
+                    const double *acc)
+{
+    memcpy(w->qn, q, sizeof(double) * m->nq);
+    memcpy(w->vn, qd, sizeof(double) * m->nv);
+    memcpy(w->fn, qdd, sizeof(double) * m->nv);
+    memcpy(w->an, acc, sizeof(double) * m->nv);
+}
+
+/* back to the step's start that ga_save kept in w */
+static void ga_restore(const md_ga_plant *m, const ga_work *w, double *q, double *qd, double *qdd, double *acc)
+{
+    memcpy(q, w->qn, sizeof(double) * m->nq);
+    memcpy(qd, w->vn, sizeof(double) * m->nv);
+    memcpy(qdd, w->fn, sizeof(double) * m->nv);
+    memcpy(acc, w->an, sizeof(double) * m->nv);
+}
+
+/* an accepted step of size hs, with `it` corrections and last correction lastdv, counted into stats (MD_GA_STATS;
+ * the next step's size, stats[6], is the caller's) */
+static void ga_count(double *stats, int it, double hs, double lastdv)
+{
+    stats[0] += 1.0;
+    stats[1] += it;
+    if (it > stats[2]) stats[2] = it;
+    if (stats[4] == 0.0 || hs < stats[4]) stats[4] = hs;
+    if (hs > stats[5]) stats[5] = hs;
+    if (lastdv > stats[7]) stats[7] = lastdv;
+}
+
 /* Step (q, qd, qdd, acc) in place from t0 to t0 + nout dt: qdd is the true acceleration and acc generalized-α's
  * pseudo-acceleration (both qdd = acc = f(q, qd) at a run's start; the caller computes them). A fixed step takes
  * nout steps of dt; an adaptive one takes what its estimate allows, landing on every multiple of dt. Every
@@ -470,10 +501,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
         int last = 0;
         while (!last) {
             const double hs = ga_substep(o, &h, t, tend, dt, &last);
-            memcpy(w.qn, q, sizeof(double) * nq);
-            memcpy(w.vn, qd, sizeof(double) * nv);
-            memcpy(w.fn, qdd, sizeof(double) * nv);
-            memcpy(w.an, acc, sizeof(double) * nv);
+            ga_save(m, &w, q, qd, qdd, acc);
             const double *u, *fe, *ac;
             ga_inputs(m, nsched, dt_sched, t + 0.5 * hs, tau, fext, act, &u, &fe, &ac);
             double lastdv = 0.0;
@@ -481,11 +509,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             double err = 0.0;
             if (o->adaptive && it >= 0) err = ga_error(m, o, &w, hs, qdd);
             if (it < 0 || !(err <= 1.0)) {
-                /* back to the step's start */
-                memcpy(q, w.qn, sizeof(double) * nq);
-                memcpy(qd, w.vn, sizeof(double) * nv);
-                memcpy(qdd, w.fn, sizeof(double) * nv);
-                memcpy(acc, w.an, sizeof(double) * nv);
+                ga_restore(m, &w, q, qd, qdd, acc);  /* back to the step's start */
                 if (!o->adaptive) { *status = 2; goto out; }
                 stats[3] += 1.0;
                 h = 0.5 * hs;
@@ -499,22 +523,14 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             m->power(q, qd, &p1);
             const double w1 = wk + 0.5 * hs * (p0 + p1);
             if (!ga_finite(s + w1)) {
-                memcpy(q, w.qn, sizeof(double) * nq);
-                memcpy(qd, w.vn, sizeof(double) * nv);
-                memcpy(qdd, w.fn, sizeof(double) * nv);
-                memcpy(acc, w.an, sizeof(double) * nv);
+                ga_restore(m, &w, q, qd, qdd, acc);
                 *status = 1;
                 goto out;
             }
             wk = w1;
             p0 = p1;
             t += hs;
-            stats[0] += 1.0;
-            stats[1] += it;
-            if (it > stats[2]) stats[2] = it;
-            if (stats[4] == 0.0 || hs < stats[4]) stats[4] = hs;
-            if (hs > stats[5]) stats[5] = hs;
-            if (lastdv > stats[7]) stats[7] = lastdv;
+            ga_count(stats, it, hs, lastdv);
             if (o->adaptive) ga_grow(o, err, hs, last, &h);
             stats[6] = o->adaptive ? h : hs;
         }

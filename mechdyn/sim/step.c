@@ -50,7 +50,6 @@ typedef struct md_implicit {
     md_ga_opts opts;       /* the parameters, max_iter, tol; fixed: exactly max_iter corrections a step; adaptive:
                             * rtol, atol, dt_min, dt_max */
     int refresh;           /* rebuild the matrix at least every this many steps (0: only when Newton slows) */
-    double delta;          /* a column's difference moves q by this much (m or rad) */
     int started;           /* 0: the call starts a run (the carried state below is computed at q, qd) */
     double *acc;           /* nv: the pseudo-acceleration carried from step to step */
     double *wrench;        /* 12: the last step's ground wrench and its pseudo-wrench (the impulse's recurrence) */
@@ -146,6 +145,19 @@ static void sim_contact(const md_plant *m, const md_scene *sc, const double *q, 
     sim_lap(timers, 1, mark);
 }
 
+/* The right-hand side at (q, v) and time t: the contact (sim_contact; its wrenches left in sc->fext, the
+ * ground's in W), the brakes on top of tau u, and fwd_dyn's qdd into F. Timed as sim_contact's stages and
+ * dynamics (3). */
+static void sim_rhs(const md_plant *m, const md_scene *sc, const double *q, const double *v, double dt, double t,
+                    const double *u, const double *ac, double *F, double *W, double *timers, double *mark)
+{
+    sim_contact(m, sc, q, v, dt, t, W, timers, mark);
+    memcpy(sc->tau, u, sizeof(double) * m->nv);
+    sim_brakes(sc, q, v, sc->tau);
+    m->fwd_dyn(q, v, sc->tau, sc->fext, ac, F);
+    sim_lap(timers, 3, mark);
+}
+
 /* The power the contact dissipates at body rows X, whose wrenches sc->fext the producers just computed (ramped
  * by sg, sb): the producers again at X with every velocity zeroed give the conservative part alone (the springs,
  * the tooth and guide potentials, the anchors' springs: every damper and friction term vanishes at zero velocity;
@@ -213,15 +225,14 @@ static void sim_record(const md_plant *m, const md_scene *sc, const double *q, c
     aux[22] = sim_brake_energy(sc, q);
 }
 
-/* One evaluation of the right-hand side at the step's acceleration w->x: the state it gives (ga_state), the
- * contact there at time t with the anchors as they were at the step's start, the brakes and fwd_dyn into F; the
- * ground wrench into W. */
 /* the doubles of the ground's anchored-friction state (0: none, or no ground to anchor to) */
 static long sim_anchor_count(const md_scene *sc)
 {
     return sc->anchors && sc->ground ? 16L * sc->ground->npad : 0;
 }
 
+/* One evaluation of the implicit step's right-hand side at the step's acceleration w->x: the state it gives
+ * (ga_state), then sim_rhs there at time t with the anchors as they were at the step's start. */
 static void sim_ga_eval(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
                         const double *ac, double *q, double *v, double *a, double *F, double *W, double *timers,
                         double *mark)
@@ -230,15 +241,13 @@ static void sim_ga_eval(const md_plant *m, const md_scene *sc, ga_work *w, doubl
     const long nanch = sim_anchor_count(sc);
     ga_state(&G->plant, &G->opts, w, h, q, v, a);
     if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
-    sim_contact(m, sc, q, v, h, t, W, timers, mark);
-    memcpy(sc->tau, u, sizeof(double) * m->nv);
-    sim_brakes(sc, q, v, sc->tau);
-    m->fwd_dyn(q, v, sc->tau, sc->fext, ac, F);
-    sim_lap(timers, 3, mark);
+    sim_rhs(m, sc, q, v, h, t, u, ac, F, W, timers, mark);
 }
 
-/* The iteration matrix ∂(f − x)/∂x at w->x by forward differences, each column moving q by G->delta, factored
- * into G->J: 0, or -1 if it is singular. F0 is f at w->x (evaluated here). */
+#define SIM_GA_DELTA 1e-11  /* m or rad: how far each difference column of the implicit step's matrix moves q */
+
+/* The iteration matrix ∂(f − x)/∂x at w->x by forward differences, each column moving q by SIM_GA_DELTA,
+ * factored into G->J: 0, or -1 if it is singular. F0 is f at w->x (evaluated here). */
 static int sim_ga_matrix(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
                          const double *ac, double *q, double *v, double *a, double *F0, double *F, double *W,
                          double *timers, double *mark)
@@ -248,7 +257,7 @@ static int sim_ga_matrix(const md_plant *m, const md_scene *sc, ga_work *w, doub
     const double bp = G->opts.beta * (1.0 - G->opts.alpha_f) / (1.0 - G->opts.alpha_m) * h * h;
     sim_ga_eval(m, sc, w, h, t, u, ac, q, v, a, F0, W, timers, mark);
     for (int j = 0; j < nv; ++j) {
-        const double xj = w->x[j], e = G->delta / bp;
+        const double xj = w->x[j], e = SIM_GA_DELTA / bp;
         w->x[j] = xj + e;
         sim_ga_eval(m, sc, w, h, t, u, ac, q, v, a, F, W, timers, mark);
         w->x[j] = xj;
@@ -380,13 +389,11 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
         const double *u, *fe, *ac;
         ga_inputs(&G->plant, nsched, dt_sched, t0, tau, NULL, act, &u, &fe, &ac);
         if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);  /* this look leaves them as they are */
-        sim_contact(m, sc, q, qd, dt, t0, W, timers, &mark);
+        sim_rhs(m, sc, q, qd, dt, t0, u, ac, sc->qdd, W, timers, &mark);
         G->pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t0),
                                                  sim_ramp(sc->ramp_band, t0)) : 0.0;
         if (!G->started) {
-            memcpy(sc->tau, u, sizeof(double) * nv);
-            sim_brakes(sc, q, qd, sc->tau);
-            m->fwd_dyn(q, qd, sc->tau, sc->fext, ac, qdd_prev);
+            memcpy(qdd_prev, sc->qdd, sizeof(double) * nv);
             memcpy(G->acc, qdd_prev, sizeof(double) * nv);
             for (int i = 0; i < 6; ++i) G->wrench[i] = G->wrench[6 + i] = W[i];
             G->started = 1;
@@ -404,10 +411,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             const double h = ga_substep(o, &hp, t, tend, dt, &landed);
             const double *u, *fe, *ac;
             ga_inputs(&G->plant, nsched, dt_sched, t + 0.5 * h, tau, NULL, act, &u, &fe, &ac);
-            memcpy(gw.qn, q, sizeof(double) * nq);
-            memcpy(gw.vn, qd, sizeof(double) * nv);
-            memcpy(gw.fn, qdd_prev, sizeof(double) * nv);
-            memcpy(gw.an, G->acc, sizeof(double) * nv);
+            ga_save(&G->plant, &gw, q, qd, qdd_prev, G->acc);
             if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
             /* the equations hold at the step's end */
             const int it = sim_ga_step(m, sc, &gw, h, t + h, u, ac, q, qd, qdd_prev, W, &lastdv, timers, &mark);
@@ -419,10 +423,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
                 for (int i = 0; i < nv; ++i) sum += qd[i];
             }
             if (it < 0 || !(err <= 1.0) || !ga_finite(sum)) {  /* back to the step's start */
-                memcpy(q, gw.qn, sizeof(double) * nq);
-                memcpy(qd, gw.vn, sizeof(double) * nv);
-                memcpy(qdd_prev, gw.fn, sizeof(double) * nv);
-                memcpy(G->acc, gw.an, sizeof(double) * nv);
+                ga_restore(&G->plant, &gw, q, qd, qdd_prev, G->acc);
                 if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
                 if (it < 0) G->since = -1;  /* a retry builds its matrix afresh */
                 if (it >= 0 && err <= 1.0) {  /* accepted but not finite */
@@ -453,12 +454,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
                 G->wrench[i] = W[i], G->wrench[6 + i] = bar;
             }
             t += h;
-            G->stats[0] += 1.0;
-            G->stats[1] += it;
-            if (it > G->stats[2]) G->stats[2] = it;
-            if (G->stats[4] == 0.0 || h < G->stats[4]) G->stats[4] = h;
-            if (h > G->stats[5]) G->stats[5] = h;
-            if (lastdv > G->stats[7]) G->stats[7] = lastdv;
+            ga_count(G->stats, it, h, lastdv);
             if (o->adaptive) ga_grow(o, err, h, landed, &hp);
             G->stats[6] = o->adaptive ? hp : h;
             sim_lap(timers, 4, &mark);
@@ -519,14 +515,10 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
             }
             sim_lap(timers, 4, &mark);
         }
-        sim_contact(m, sc, q, qv, dt, t, W, timers, &mark);
+        sim_rhs(m, sc, q, qv, dt, t, tau + s * nv, ac, qdd, W, timers, &mark);
         /* at the state the forces were evaluated at, over the step: the midpoint rule of the force's own time */
         const double pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t),
                                                            sim_ramp(sc->ramp_band, t)) : 0.0;
-        memcpy(sc->tau, tau + s * nv, sizeof(double) * nv);
-        sim_brakes(sc, q, qv, sc->tau);
-        m->fwd_dyn(q, qv, sc->tau, sc->fext, ac, qdd);
-        sim_lap(timers, 3, &mark);
         for (int i = 0; i < nv; ++i) qd[i] += qdd[i] * dt, qdd_prev[i] = qdd[i];
         m->drift(q, qd, scheme == 0 ? dt : 0.5 * dt);
         double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * dt * (p0 + p1), sum = w1;
