@@ -478,8 +478,8 @@ class ContactSchemeBench:
 
 @dataclass(frozen=True)
 class ContactImplicitBench:
-    """A tracked model's settle stepped by Verlet at its accuracy step and by an implicit scheme at its own step,
-    timed over the same simulated span in one run (CPU time of the calling thread)."""
+    """A tracked model's settle stepped by Verlet (at its accuracy step, or a given one) and by an implicit scheme
+    at its own step, timed over the same simulated span in one run (CPU time of the calling thread)."""
     model: str
     lead_in: float
     simulated: float
@@ -521,31 +521,25 @@ def bench_contact_implicit(dyn: Dynamics, dt: float, scheme: str = "galpha", imp
 
     opts, chosen = implicit or Implicit(), accuracy_step(ContactSim(dyn).contact)
     verlet = (chosen.dt, chosen.describe()) if verlet_dt is None else (verlet_dt, f"dt {verlet_dt:.4g} s (given)")
-    runs = {}
-    for name, sim_dt, how in (("verlet", *verlet), (scheme, dt, f"dt {dt:.4g} s (given)")):
-        sim = ContactSim(dyn)
-        kw = {"implicit": opts} if name != "verlet" else {}
-        lead = sim.run(dyn.model.q0(), np.zeros(dyn.nv), lead_in, sim_dt, name,
-                       stride=max(1, step_count(lead_in, sim_dt)), **kw)
-        runs[name] = (sim, sim_dt, how, lead.q[-1], lead.qd[-1], lead.t[-1], kw)
-    best = {name: (np.inf, None) for name in runs}
+    schemes = (("verlet", *verlet, {}), (scheme, dt, f"dt {dt:.4g} s (given)", {"implicit": opts}))
+    sims, leads = [ContactSim(dyn) for _ in schemes], []
+    for sim, (name, sim_dt, _, kw) in zip(sims, schemes):
+        leads.append(sim.run(dyn.model.q0(), np.zeros(dyn.nv), lead_in, sim_dt, name,
+                             stride=max(1, step_count(lead_in, sim_dt)), **kw))
+    best = [(np.inf, None)] * len(schemes)
     with tqdm(total=repeats, desc=f"bench {dyn.model.name}: {scheme} and verlet with contact", unit="pass",
               leave=False, disable=None) as bar:
         for _ in range(repeats):
-            for name, (sim, sim_dt, _, q1, qd1, t1, kw) in runs.items():
+            for k, (sim, lead, (name, sim_dt, _, kw)) in enumerate(zip(sims, leads, schemes)):
                 steps = step_count(simulated, sim_dt)
                 sim.restart()  # every repeat starts alike, not the first from the lead-in's carried state
                 c0 = time.thread_time()
-                r = sim.run(q1, qd1, steps * sim_dt, sim_dt, name, stride=steps, t0=t1, **kw)
-                cpu = time.thread_time() - c0
-                if cpu < best[name][0]:
-                    best[name] = (cpu, r.newton)
+                r = sim.run(lead.q[-1], lead.qd[-1], steps * sim_dt, sim_dt, name, stride=steps, t0=lead.t[-1], **kw)
+                best[k] = min(best[k], (time.thread_time() - c0, r.newton), key=lambda b: b[0])
             bar.update()
-    out = []
-    for name, (sim, sim_dt, how, *_rest) in runs.items():
-        cpu, n = best[name]
-        out.append(ContactSchemeBench(name, sim_dt, how, step_count(simulated, sim_dt), cpu,
-                                      n.per_step if n else 0.0, n.matrices if n else 0))
+    out = [ContactSchemeBench(name, sim_dt, how, step_count(simulated, sim_dt), cpu, n.per_step if n else 0.0,
+                              n.matrices if n else 0)
+           for (name, sim_dt, how, _), (cpu, n) in zip(schemes, best)]
     mode = f"{opts.iterations} corrections a step" if opts.iterations else f"to tolerance {opts.tol:g}"
     command = f"mechdyn sim {dyn.model.name} --scheme {scheme} --dt {dt:g}" + (
         f" --newton {opts.iterations}" if opts.iterations else "")
