@@ -25,18 +25,31 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy.spatial.transform import Rotation
 
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, atomic_write, float_range, int_range,
                              load_model, output_dir, output_file, positive_float, run, seed, sim_steps, slope_degrees)
+from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
 
-AXES = "xyz"
 _IMPORTED = time.perf_counter()  # the fallback origin of the whole command's wall time
 
 
 def _body_name(model: Model, i: int) -> str:
     return "base" if i == BASE else model.bodies[i].name
+
+
+def joint_frames(model: Model) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each body's joint frame rotation (a floating body's attitude) and joint axis, in the base frame at the design
+    pose."""
+    kin = forward_kinematics(model, model.q0())
+    out = []
+    for i, b in enumerate(model.bodies):
+        R = kin.R[i] if b.joint == "floating" else b.rot if b.parent == BASE else kin.R[b.parent] @ b.rot
+        out.append((R, R @ b.axis))
+    return out
 
 
 def describe(model: Model) -> str:
@@ -48,8 +61,10 @@ def describe(model: Model) -> str:
         f"  gravity {' '.join(f'{g:g}' for g in model.gravity)}  stab {model.stab:g} s",
         "",
     ]
-    rows = {"body": [], "parent": [], "joint": [], "q": [], "v": [], "mass": [], "fext": []}
+    rows = {"body": [], "parent": [], "joint": [], "axis (base)": [], "frame rpy (base, deg)": [], "q": [], "v": [],
+            "mass": [], "fext": []}
     bands = {t.first_shoe: t for t in model.tracks if t.expanded}
+    frames = joint_frames(model)
 
     def span(first: int, last: int, idx: tuple[int, ...], width: list[int]) -> str:
         hi = idx[last] + width[last] - 1
@@ -62,8 +77,11 @@ def describe(model: Model) -> str:
         b = model.bodies[i]
         rows["body"].append(f"{b.name}..{model.bodies[last].name}" if t else b.name)
         rows["parent"].append(_body_name(model, b.parent))
-        rows["joint"].append(f"floating + {t.shoes - 1} revolute y" if t else
-                             b.joint + ("" if b.axis < 0 else " " + AXES[b.axis]))
+        rows["joint"].append(f"floating + {t.shoes - 1} revolute y" if t else f"{b.joint} {b.axis_text}".strip())
+        R, a = frames[i]
+        rows["axis (base)"].append("" if t or b.joint == "floating" else " ".join(f"{x:+.4f}" for x in a))
+        rows["frame rpy (base, deg)"].append(
+            "" if t else " ".join(f"{math.degrees(x):+.2f}" for x in Rotation.from_matrix(R).as_euler("xyz")))
         rows["q"].append(span(i, last, model.qidx, [x.nq for x in model.bodies]))
         rows["v"].append(span(i, last, model.vidx, [x.nv for x in model.bodies]))
         rows["mass"].append(f"{t.shoes} x {b.mass:g}" if t else b.mass)

@@ -48,8 +48,8 @@ def _check_supported(model) -> None:
             if b.parent != -1:
                 problems.append(f"floating body {b.name!r} has a parent other than base")
         elif b.joint in ("revolute", "prismatic"):
-            if b.axis not in (0, 1, 2):
-                problems.append(f"body {b.name!r}: axis {b.axis} is not x/y/z")
+            if b.axis_index < 0 or not b.aligned:
+                problems.append(f"body {b.name!r}: axis {b.axis_text} is not x/y/z of an unturned frame")
         else:
             problems.append(f"body {b.name!r}: joint {b.joint!r} is not revolute/prismatic/floating")
         if b.parent >= i:
@@ -138,7 +138,7 @@ class SymbolicEOM:
                 u_syms.append(ui)
                 J = Po.locatenew(f"J{i}", _vec(Pf, b.xtree))  # joint point, fixed in the parent
                 J.v2pt_theory(Po, N, Pf)
-                axis = (Pf.x, Pf.y, Pf.z)[b.axis]
+                axis = (Pf.x, Pf.y, Pf.z)[b.axis_index]
                 ti = sp.Symbol(f"tau{i}")
                 if b.joint == "revolute":
                     B = me.ReferenceFrame(f"B{i}")

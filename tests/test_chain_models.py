@@ -71,7 +71,7 @@ def test_shoes_carry_the_m113_shoe_data(n):
     assert np.allclose([np.linalg.norm(v) for v in vecs], mc.PITCH, rtol=0, atol=1e-10)
     assert np.abs(sum(vecs)).max() <= 1e-12  # the polygon closes
     for b, v in zip(m.bodies, vecs):
-        assert b.mass == mc.SHOE_MASS and b.joint == "revolute" and b.axis == 1
+        assert b.mass == mc.SHOE_MASS and b.joint == "revolute" and b.axis_index == 1
         assert np.allclose(b.cg, v / 2, rtol=0, atol=1e-12)
         w, axes = np.linalg.eigh(b.inertia)
         assert np.allclose(w, sorted(mc.SHOE_INERTIA), rtol=0, atol=1e-11)

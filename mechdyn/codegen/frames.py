@@ -16,7 +16,12 @@ xtree, so each candidate is counted on a window of the tree around body i (`wind
 model: the search costs bodies × candidates × window, where counting the whole model would cost bodies ×
 candidates × model (cubic and worse down a chain, whose H alone is quadratic).
 
-Only the generated code sees the slid model. The dense reference and every check run the model as written.
+Before the slide, `align` turns every single-DOF body's frame so that its joint moves along a coordinate axis
+(+x, +y or +z) of it, and folds the constant turn into the tree transform: a joint frame that is the parent's
+translated, moving along +x, +y or +z, is left as it is, so its C is what it was before frames could turn.
+
+Only the generated code sees the aligned and slid model. The dense reference and every check run the model as
+written.
 """
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mechdyn.core.model import BASE, Model
+from mechdyn.core.model import BASE, Loop, Model
+from mechdyn.core.spatial import rot_about
 
 from .crba import mass_matrix
 from .elements import element_forces
@@ -37,11 +43,74 @@ Counted = Callable[[Builder, TreeKinematics], list[Val]]  # the outputs whose op
 RADIUS = 3  # joints from the moved body to the window's edge: at 2 the arms (elbow) chose worse shifts
 
 
+def turn_onto(a: np.ndarray) -> np.ndarray:
+    """A rotation C with C e_k = a, k the axis a lies nearest: the identity for +e_k, a half turn about the next
+    axis for −e_k (a signed permutation, so no structural zero is lost), else the least rotation onto a."""
+    k = int(np.argmax(np.abs(a)))
+    e = np.eye(3)[k]
+    if a[k] == 1.0:
+        return np.eye(3)
+    if a[k] == -1.0:
+        return np.diag([1.0 if j == (k + 1) % 3 else -1.0 for j in range(3)])
+    n = np.cross(e, a)
+    return rot_about(n / np.linalg.norm(n), float(np.arctan2(np.linalg.norm(n), e @ a)))
+
+
+@dc.dataclass(frozen=True)
+class TurnedLoop(Loop):
+    """A loop between aligned frames: the triad its predecessor and its successor see, each in its own turned
+    frame (the model's loop sees one triad in both, as docs/conventions.md defines it)."""
+    turn_pred: np.ndarray = dc.field(default_factory=lambda: np.eye(3))  # Cᵀ of the predecessor
+    turn_succ: np.ndarray = dc.field(default_factory=lambda: np.eye(3))
+
+    def triads(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.turn_pred @ self.triad, self.turn_succ @ self.triad
+
+
+def triads(lp: Loop) -> tuple[np.ndarray, np.ndarray]:
+    """The loop triad's columns (u0, w0, a0) in the predecessor's and in the successor's frame."""
+    return lp.triads() if isinstance(lp, TurnedLoop) else (lp.triad, lp.triad)
+
+
+def turns(model: Model) -> tuple[np.ndarray, ...]:
+    """Each body's C (turn_onto its joint axis; the identity for a floating body): its aligned frame is B C."""
+    return tuple(np.eye(3) if bd.joint == "floating" else turn_onto(bd.axis) for bd in model.bodies)
+
+
+def align(model: Model) -> Model:
+    """The same mechanism with every single-DOF body's frame turned by its C (`turns`), so that its joint moves
+    along +e_k: its tree rotation becomes rot C, and everything fixed on it (CG, inertia, points, loop anchors,
+    its children's xtree and rotations) is re-expressed in the turned frame. The model itself when no C turns."""
+    C = turns(model)
+    moved = [i for i, c in enumerate(C) if not np.array_equal(c, np.eye(3))]
+    if not moved:
+        return model
+    Ct = lambda i: np.eye(3) if i == BASE else C[i].T  # noqa: E731
+    bodies = []
+    for i, bd in enumerate(model.bodies):
+        if bd.joint == "floating":
+            bodies.append(bd)
+            continue
+        k = int(np.argmax(np.abs(bd.axis)))
+        bodies.append(dc.replace(bd, axis=np.eye(3)[k], xtree=Ct(bd.parent) @ bd.xtree,
+                                 rot=Ct(bd.parent) @ bd.rot @ C[i], cg=Ct(i) @ bd.cg,
+                                 inertia=Ct(i) @ bd.inertia @ C[i]))
+    pois = tuple(dc.replace(p, pos=Ct(p.body) @ p.pos) for p in model.pois)
+
+    def turned(lp: Loop) -> TurnedLoop:
+        same = {f.name: getattr(lp, f.name) for f in dc.fields(Loop)}
+        return TurnedLoop(**{**same, "anchor_pred": Ct(lp.pred) @ lp.anchor_pred,
+                             "anchor_succ": Ct(lp.succ) @ lp.anchor_succ}, turn_pred=Ct(lp.pred), turn_succ=Ct(lp.succ))
+
+    loops = tuple(turned(lp) for lp in model.loops)
+    return dc.replace(model, bodies=tuple(bodies), pois=pois, loops=loops)
+
+
 def slide(model: Model, s: tuple[float, ...]) -> Model:
     """The same mechanism with body i's frame moved by s[i] along its joint axis."""
     eye = np.eye(3)
-    d = lambda i: s[i] * eye[model.bodies[i].axis] if i != BASE and s[i] else np.zeros(3)  # noqa: E731
-    bodies = tuple(dc.replace(bd, xtree=bd.xtree if bd.joint == "floating" else bd.xtree + d(i) - d(bd.parent),
+    d = lambda i: s[i] * eye[model.bodies[i].axis_index] if i != BASE and s[i] else np.zeros(3)  # noqa: E731
+    bodies = tuple(dc.replace(bd, xtree=bd.xtree if bd.joint == "floating" else bd.xtree + bd.rot @ d(i) - d(bd.parent),
                               cg=bd.cg - d(i)) for i, bd in enumerate(model.bodies))
     pois = tuple(dc.replace(p, pos=p.pos - d(p.body)) for p in model.pois)
     loops = tuple(dc.replace(lp, anchor_pred=lp.anchor_pred - d(lp.pred), anchor_succ=lp.anchor_succ - d(lp.succ))
@@ -81,7 +150,7 @@ def window(model: Model, i: int, radius: int = RADIUS) -> tuple[Model, int]:
     near = neighbourhood(model, i, radius)
     top = model.bodies[near[0]]
     proxy = [] if top.parent == BASE else [dc.replace(model.bodies[top.parent], parent=BASE, joint="floating",
-                                                      axis=-1, xtree=np.zeros(3))]
+                                                      axis=np.zeros(3), xtree=np.zeros(3), rot=np.eye(3))]
     index = {k: len(proxy) + n for n, k in enumerate(near)}
     outside = 0 if proxy else BASE
     where = lambda k: index.get(k, outside) if k != BASE else BASE  # noqa: E731
@@ -98,7 +167,7 @@ def window(model: Model, i: int, radius: int = RADIUS) -> tuple[Model, int]:
 
 def candidates(model: Model, i: int) -> set[float]:
     """Shifts of body i (in `model`'s frames) that zero one component along its axis."""
-    a = model.bodies[i].axis
+    a = model.bodies[i].axis_index
     xs = {model.bodies[i].cg[a], -model.bodies[i].xtree[a]}
     xs |= {c.xtree[a] for c in model.bodies if c.parent == i}
     xs |= {p.pos[a] for p in model.pois if p.body == i}
@@ -134,5 +203,5 @@ def shifts(model: Model, counted: Counted = tree_passes, radius: int = RADIUS) -
 
 def describe(model: Model, s: tuple[float, ...]) -> str:
     """The shifts for a reader of the generated code, whose constants are in the slid frames."""
-    moved = [f"{model.bodies[i].name} {x:+.10g} m along {'xyz'[model.bodies[i].axis]}" for i, x in enumerate(s) if x]
+    moved = [f"{model.bodies[i].name} {x:+.10g} m along {'xyz'[model.bodies[i].axis_index]}" for i, x in enumerate(s) if x]
     return ", ".join(moved) if moved else "none"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from mechdyn.core.model import Model
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
@@ -24,7 +26,7 @@ from .derivs import derivatives_builder
 from .ltdl import expanded_parents, floating_blocks, ltdl_forward
 from .stepper import damped, drift_function, power_body, sim_function
 from .simd import SQRT_C, batch4_function, batch_function, forward_stages, staged
-from .sspatial import mtv
+from .sspatial import mm, mtv
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
@@ -138,9 +140,11 @@ COUNTED = {"crba": frames.tree_passes, "aba": aba.tree_passes}  # what each rout
 
 
 def slid(model: Model) -> tuple[tuple[float, ...], Model]:
-    """The frames' shifts, searched by the count of the route built first (first_route), and the slid model."""
-    s = frames.shifts(model, COUNTED[first_route(model)])
-    return s, frames.slide(model, s)
+    """The frames turned onto their joint axes (frames.align), their shifts searched by the count of the route
+    built first (first_route), and the aligned and slid model."""
+    aligned = frames.align(model)
+    s = frames.shifts(aligned, COUNTED[first_route(aligned)])
+    return s, frames.slide(aligned, s)
 
 
 def route(model: Model) -> Route:
@@ -187,13 +191,16 @@ def observe_length(model: Model) -> int:
 def bodies_body(model: Model) -> tuple[list[str], Counter]:
     """The statements of fwd_dyn_bodies and their operation counts: row i is body i's R (body to world,
     row-major), p (its origin), w and v (its angular velocity and its origin's velocity), all in base coordinates.
-    Built on the model as written: a slid frame (frames.py) has its origin elsewhere along the joint axis."""
+    Built on the model aligned but not slid (a slid frame has its origin elsewhere along the joint axis), each R
+    turned back from the aligned frame B C to the body's own frame B (frames.align)."""
     b = Builder(path=model.path)
-    kin = TreeKinematics(b, model)
+    C = frames.turns(model)
+    kin = TreeKinematics(b, frames.align(model))
     for i, bd in enumerate(model.bodies):
         with b.at(model.path, bd.line, f"body '{bd.name}'"):
             X, v = kin.X0(i), kin.v[i]  # X0 = plux(E, p) with E = Rᵀ; v = [w; v_O] in body coordinates
-            row = [X.E[c][a] for a in range(3) for c in range(3)] + X.r + mtv(b, X.E, v[:3]) + mtv(b, X.E, v[3:])
+            E = X.E if np.array_equal(C[i], np.eye(3)) else mm(b, C[i].T.tolist(), X.E)
+            row = [E[c][a] for a in range(3) for c in range(3)] + X.r + mtv(b, X.E, v[:3]) + mtv(b, X.E, v[3:])
             for k, x in enumerate(row):
                 b.store(f"out[{BODY_ROW * i + k}]", x)
     return b.finish()

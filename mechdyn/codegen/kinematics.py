@@ -43,7 +43,7 @@ def motion_subspace(body: Body) -> list[Vec6]:
     if body.joint == "floating":
         return [[1.0 if i == k else 0.0 for i in range(6)] for k in range(6)]
     col = [0.0] * 6
-    col[body.axis + (0 if body.joint == "revolute" else 3)] = 1.0
+    col[body.axis_index + (0 if body.joint == "revolute" else 3)] = 1.0
     return [col]
 
 
@@ -83,19 +83,25 @@ class TreeKinematics:
 
     @cached_property
     def Xup(self) -> list[Xf]:
-        """Parent-to-body transform of every body: XJ(q) · plux(1, xtree)."""
+        """Parent-to-body transform of every body: XJ(q) · XT, XT = plux(rotᵀ, xtree) (written out as a translation
+        when rot is the identity). Single-DOF joints move along +x, +y or +z (frames.align)."""
         b, out = self.b, []
         for bd, iq in zip(self.model.bodies, self.model.qidx):
             with b.at(self.model.path, bd.line, f"body '{bd.name}'"):
-                if bd.joint == "revolute":
-                    out.append(Xf(joint_rotation_T(b, bd.axis, self.q(iq)), [float(x) for x in bd.xtree]))
-                elif bd.joint == "prismatic":
-                    r = [float(x) for x in bd.xtree]
-                    r[bd.axis] = b.add(r[bd.axis], self.q(iq))
-                    out.append(Xf(EYE3, r))
-                else:  # floating: XJ = plux(R(Q)ᵀ, r), tree transform the identity
+                k, r = bd.axis_index, [float(x) for x in bd.xtree]
+                if bd.joint == "floating":  # XJ = plux(R(Q)ᵀ, r), tree transform the identity
                     out.append(Xf(quaternion_rotation_T(b, [self.q(iq + k) for k in range(4)]),
                                   [self.q(iq + 4 + k) for k in range(3)]))
+                elif not bd.aligned:
+                    XJ = (Xf(joint_rotation_T(b, k, self.q(iq)), list(ZERO3)) if bd.joint == "revolute" else
+                          Xf(EYE3, [self.q(iq) if j == k else 0.0 for j in range(3)]))
+                    XT = Xf([[float(bd.rot[j][i]) for j in range(3)] for i in range(3)], r)
+                    out.append(xf_compose(b, XJ, XT))
+                elif bd.joint == "revolute":
+                    out.append(Xf(joint_rotation_T(b, k, self.q(iq)), r))
+                else:
+                    r[k] = b.add(r[k], self.q(iq))
+                    out.append(Xf(EYE3, r))
         return out
 
     def X0(self, i: int) -> Xf:

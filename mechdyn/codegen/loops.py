@@ -35,6 +35,7 @@ import numpy as np
 from mechdyn.core.model import BASE, Loop, Model
 
 from .elements import path_row
+from .frames import triads
 from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
 from .rnea import origin_accelerations, quadratic
@@ -168,7 +169,7 @@ def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = T
     S, Sd, Sa = point_in(b, kin, acc, F, lp.succ, _f(lp.anchor_succ))
     d, dd, dA = vsub(b, S, P), vsub(b, Sd, Pd), vsub(b, Sa, Pa)
     alpha = beta = 1.0 / model.stab
-    tri = [_f(col) for col in lp.triad.T]  # u0, w0, a0 in body coordinates
+    pred_tri, succ_tri = triads(lp)  # u0, w0, a0 in each body's coordinates
     axes = [_f(col) for col in ((1, 0, 0), (0, 1, 0), (0, 0, 1))]
     rows: list[tuple[list[Val], int, Val]] = []  # (T, the frame T is in, k)
 
@@ -196,17 +197,18 @@ def rows_in(b: Builder, kin: TreeKinematics, lp: Loop, F: int, gravity: bool = T
         for e in axes:
             rows.append((cross(b, Ss, e) + e, lp.succ, b.dot(direction_in(b, kin, acc, F, lp.succ, e)[0], G)))
 
-    u, w, a = tri
+    u, w, a = (_f(col) for col in pred_tri.T)
+    _, ws, as_ = (_f(col) for col in succ_tri.T)
     match lp.joint:
         case "spherical":
             point_block()
         case "revolute":
             point_block()
-            dirs(u, a), dirs(w, a)
+            dirs(u, as_), dirs(w, as_)
         case "prismatic":
-            sep(u), sep(w), dirs(u, a), dirs(w, a), dirs(u, w)
+            sep(u), sep(w), dirs(u, as_), dirs(w, as_), dirs(u, ws)
         case "cylindrical":
-            sep(u), sep(w), dirs(u, a), dirs(w, a)
+            sep(u), sep(w), dirs(u, as_), dirs(w, as_)
         case "point-on-line":
             sep(u), sep(w)
         case "distance":  # (d·d − L²)/2: T = [S × d; d]

@@ -78,10 +78,10 @@ def body_jacobian(model: Model, kin: Kinematics, i: int) -> np.ndarray:
             J[3:, v0 : v0 + 3] = px @ R
             J[3:, v0 + 3 : v0 + 6] = R
         elif b.joint == "revolute":
-            J[:3, v0] = R[:, b.axis]
-            J[3:, v0] = px @ R[:, b.axis]
+            J[:3, v0] = R @ b.axis
+            J[3:, v0] = px @ J[:3, v0]
         else:
-            J[3:, v0] = R[:, b.axis]
+            J[3:, v0] = R @ b.axis
         i = b.parent
     return J
 

@@ -11,6 +11,8 @@ from typing import Literal
 
 import numpy as np
 
+from .spatial import R_to_quat
+
 BASE = -1  # parent index of a body attached to the fixed base
 
 JointKind = Literal["revolute", "prismatic", "floating"]
@@ -40,18 +42,46 @@ def _frozen(a) -> np.ndarray:
     return out
 
 
+_EYE3 = _frozen(np.eye(3))
+
+
 @dataclass(frozen=True)
 class Body:
     name: str
     parent: int  # index of the parent body, BASE for the base
     joint: JointKind
-    axis: int  # 0, 1, 2 for x, y, z; -1 for floating
-    xtree: np.ndarray  # (3,) joint frame origin in the parent body frame
+    axis: np.ndarray  # (3,) unit joint axis in the joint frame (= the body frame at q = 0); zeros for floating
+    xtree: np.ndarray  # (3,) joint frame origin in the parent body frame (floating: the design-pose position)
     mass: float
     cg: np.ndarray  # (3,) centre of mass in the body frame
     inertia: np.ndarray  # (3, 3) about the CG, body axes
     fext: bool
     line: int  # line of the `body` statement, for messages
+    # the joint frame's rotation in the parent body frame (its columns: the joint frame's axes in parent
+    # coordinates); for a floating body, its design-pose attitude (its tree transform is the identity)
+    rot: np.ndarray = field(default_factory=lambda: _EYE3)
+
+    @property
+    def axis_index(self) -> int:
+        """k when the axis is exactly +e_k (x, y, z: 0, 1, 2), else -1 (oblique, negative, or floating)."""
+        for k in range(3):
+            if self.axis[k] == 1.0:
+                return k
+        return -1
+
+    @property
+    def axis_text(self) -> str:
+        """The axis as the format writes it: x, -y, or three components ("" for floating)."""
+        for k, name in enumerate("xyz"):
+            for sign, mark in ((1.0, ""), (-1.0, "-")):
+                if self.axis[k] == sign:
+                    return mark + name
+        return "" if self.joint == "floating" else " ".join(f"{x:.6g}" for x in self.axis)
+
+    @property
+    def aligned(self) -> bool:
+        """Whether the joint frame is the parent's, translated (its rotation exactly the identity)."""
+        return bool(np.array_equal(self.rot, _EYE3))
 
     @property
     def nq(self) -> int:
@@ -239,16 +269,16 @@ class Model:
         return all(t.expanded for t in self.tracks)
 
     def q0(self) -> np.ndarray:
-        """The design pose: zero joint coordinates, identity attitudes, floating bodies at their xtree, each
+        """The design pose: zero joint coordinates, floating bodies at their xtree and attitude, each
         track band laid round its belt (mechdyn/core/tracks.py), then closed onto the loop constraints."""
         return self.q_design.copy() if self.q_design is not None else self.q_nominal()
 
     def q_nominal(self) -> np.ndarray:
-        """Every joint coordinate 0, every attitude the identity, floating bodies at their xtree (loops not closed)."""
+        """Every joint coordinate 0, floating bodies at their xtree and design attitude (loops not closed)."""
         q = np.zeros(self.nq)
         for b, i in zip(self.bodies, self.qidx):
             if b.joint == "floating":
-                q[i] = 1.0
+                q[i : i + 4] = R_to_quat(b.rot)
                 q[i + 4 : i + 7] = b.xtree
         return q
 

@@ -23,6 +23,7 @@ import numpy as np
 from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, loop_of_row, closure, project_q
 from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
+from .spatial import quat_to_R, rpy_to_R
 from .tracks import expand_tracks
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -84,13 +85,15 @@ class Bound:
     def check(self, x: float, tok: str, w: _Where, positive: bool) -> float:
         if abs(x) > self.hi or (x != 0 and abs(x) < self.lo):
             span = f"{short_number(self.lo)} <= value" if positive else f"0 or {short_number(self.lo)} <= |value|"
-            raise _Invalid(f"{w} is {tok}, out of bounds for a {self.kind}; expected {span} <= {short_number(self.hi)}"
+            raise _Invalid(f"{w} is {tok}, out of bounds for {'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind}; expected {span} <= {short_number(self.hi)}"
                            f"{' ' + self.unit if self.unit else ''} (docs/mech-format.md, Bounds)")
         return x
 
 
 def short_number(x: float) -> str:
-    """1e-9, 1e4: a bound as the docs write it."""
+    """1e-9, 1e4: a bound as the docs write it (6.28319 for one that is not a power of ten)."""
+    if float(f"{x:.0e}") != x:
+        return f"{x:.6g}"
     return re.sub(r"e([+-])0*(\d)", lambda m: "e" + m[1].replace("+", "") + m[2], f"{x:.0e}")
 
 
@@ -104,7 +107,8 @@ DIRECTION = Bound("direction component", "", 1e-9, 1e4)
 ACCELERATION = Bound("gravity component", "m/s^2", 1e-9, 1e4)
 TIME = Bound("time constant", "s", 1e-6, 1e6)
 FRICTION = Bound("friction coefficient", "", 1e-9, 1e3)
-BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION)
+ANGLE = Bound("angle", "rad", 1e-9, 2 * math.pi)
+BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION, ANGLE)
 
 
 def _number(tok: str, w: _Where, bound: Bound, positive: bool = False) -> float:
@@ -187,7 +191,10 @@ def _flag(f: list[str], w: _Where) -> bool:
     return True
 
 
-def _tree_joint(f: list[str], w: _Where) -> tuple[str, int]:
+_AXIS_FORM = "x|y|z|-x|-y|-z or ax ay az"
+
+
+def _tree_joint(f: list[str], w: _Where) -> tuple[str, np.ndarray]:
     kind = f[0]
     if kind in ("spherical", "cylindrical"):
         raise _Invalid(f"'joint {kind}' in {w.block} is not implemented as a tree joint; "
@@ -195,21 +202,20 @@ def _tree_joint(f: list[str], w: _Where) -> tuple[str, int]:
     if kind == "floating":
         if len(f) != 1:
             raise _Invalid(f"'joint floating' in {w.block} takes no axis; expected 'joint floating'")
-        return kind, -1
+        return kind, _ZERO3
     if kind not in ("revolute", "prismatic"):
         raise _Invalid(f"unknown joint type '{kind}' in {w.block}; expected revolute, prismatic or floating"
                        f"{_hint(kind, ('revolute', 'prismatic', 'floating'))}")
-    if len(f) != 2 or f[1] not in _AXES:
-        got = f"'{f[1]}'" if len(f) == 2 else "none"
-        raise _Invalid(f"bad axis {got} for 'joint {kind}' in {w.block}; expected 'joint {kind} x|y|z'")
-    return kind, _AXES[f[1]]
+    if len(f) == 2 and f[1].lstrip("-") in _AXES and f[1].count("-") <= 1:
+        return kind, _frozen((-1.0 if f[1][0] == "-" else 1.0) * np.eye(3)[_AXES[f[1].lstrip("-")]])
+    if len(f) == 4:
+        return kind, _direction(f[1:], _Where("joint", w.block))
+    got = f"'{' '.join(f[1:])}'" if len(f) > 1 else "none"
+    raise _Invalid(f"bad axis {got} for 'joint {kind}' in {w.block}; expected 'joint {kind} {_AXIS_FORM}'")
 
 
-def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
-    if len(f) == 1:
-        if f[0] not in _AXES:
-            raise _Invalid(f"bad axis '{f[0]}' for {w}; expected x, y, z or three numbers")
-        return _frozen(np.eye(3)[_AXES[f[0]]])
+def _direction(f: list[str], w: _Where) -> np.ndarray:
+    """Three numbers normalized to a unit vector."""
     v = [_number(t, w, DIRECTION) for t in f]
     big = max(abs(x) for x in v)
     if big == 0:
@@ -217,6 +223,29 @@ def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
     v = [x / big for x in v]  # rescale first so tiny or huge components normalize exactly
     n = math.hypot(*v)
     return _frozen([x / n for x in v])
+
+
+def _rpy(f: list[str], w: _Where) -> np.ndarray:
+    return rpy_to_R(_vec(ANGLE)(f, w))
+
+
+QUAT_TOL = 1e-3  # how far off unit norm a written quaternion may be (four-digit components) before it is refused
+
+
+def _quat(f: list[str], w: _Where) -> np.ndarray:
+    Q = np.array([_number(t, w, DIRECTION) for t in f])
+    n = float(np.linalg.norm(Q))
+    if not abs(n - 1.0) <= QUAT_TOL:
+        raise _Invalid(f"{w} has norm {n:.6g}; expected a unit quaternion w x y z (norm within {QUAT_TOL:g} of 1)")
+    return _frozen(quat_to_R(Q / n))
+
+
+def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
+    if len(f) == 1:
+        if f[0] not in _AXES:
+            raise _Invalid(f"bad axis '{f[0]}' for {w}; expected x, y, z or three numbers")
+        return _frozen(np.eye(3)[_AXES[f[0]]])
+    return _direction(f, w)
 
 
 def _inertia(f: list[str], w: _Where) -> np.ndarray:
@@ -329,8 +358,10 @@ _TOP: dict[str, _Key] = {
 
 _BODY = {
     "parent": _Key("NAME", (1,), _name, required=True),
-    "joint": _Key("revolute|prismatic x|y|z or floating", (1, 2), _tree_joint, required=True),
+    "joint": _Key(f"revolute|prismatic {_AXIS_FORM}, or floating", (1, 2, 4), _tree_joint, required=True),
     "xtree": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
+    "rpy": _Key("roll pitch yaw", (3,), _rpy),
+    "quat": _Key("w x y z", (4,), _quat),
     "mass": _Key("m", (1,), _positive(MASS), required=True),
     "cg": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
     "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
@@ -516,6 +547,7 @@ class _Builder:
         self.bodies: list[Body] = []
         self.body_index: dict[str, int] = {}
         self.origin: list[np.ndarray] = []  # body origins in base coordinates at the design pose
+        self.attitude: list[np.ndarray] = []  # body-to-base rotations at the design pose
         self.pois: list[Poi] = []
         self.poi_index: dict[str, int] = {}
         self.loops: list[Loop] = []
@@ -593,9 +625,16 @@ class _Builder:
         joint, axis = v["joint"]
         if joint == "floating" and parent != BASE:
             self.fail(s.at("parent"), f"floating body '{s.name}' has parent '{pname}'; expected parent base")
+        if v["rpy"] is not None and v["quat"] is not None:
+            first, second = sorted(("rpy", "quat"), key=s.at)
+            self.fail(s.at(second), f"{s.label} gives its rotation twice: '{second}' here and '{first}' at line "
+                                    f"{s.at(first)}; expected one of rpy or quat")
+        rot = v["rpy"] if v["rpy"] is not None else v["quat"] if v["quat"] is not None else np.eye(3)
         self.body_index[s.name] = len(self.bodies)
-        self.origin.append(v["xtree"] + (self.origin[parent] if parent != BASE else 0.0))
-        self.bodies.append(Body(name=s.name, parent=parent, joint=joint, axis=axis, xtree=v["xtree"],
+        Rp, pp = (self.attitude[parent], self.origin[parent]) if parent != BASE else (np.eye(3), np.zeros(3))
+        self.origin.append(pp + Rp @ v["xtree"])
+        self.attitude.append(Rp @ rot)
+        self.bodies.append(Body(name=s.name, parent=parent, joint=joint, axis=axis, xtree=v["xtree"], rot=_frozen(rot),
                                 mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"], line=s.line))
 
     def add_poi(self, s: _Stmt) -> None:
@@ -632,8 +671,8 @@ class _Builder:
                                anchor_succ=v["anchor_succ"], axis=v["axis"], length=length, line=s.line))
 
     def design_point(self, body: int, p: np.ndarray) -> np.ndarray:
-        # at the design pose body frames are pure translations of the base frame
-        return p + (self.origin[body] if body != BASE else 0.0)
+        """A body-fixed point in base coordinates at the design pose (every joint coordinate 0)."""
+        return p if body == BASE else self.origin[body] + self.attitude[body] @ p
 
     def add_tsda(self, s: _Stmt) -> None:
         self.unique(s)

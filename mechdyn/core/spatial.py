@@ -12,9 +12,12 @@ the physical right-handed angle and qd = dq/dt.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .model import Body
+if TYPE_CHECKING:
+    from .model import Body
 
 _I3 = np.eye(3)
 
@@ -45,6 +48,17 @@ def rotz(theta: float) -> np.ndarray:
 def rot_axis(axis: int, theta: float) -> np.ndarray:
     """Physical rotation by theta about coordinate axis 0, 1 or 2 (x, y, z)."""
     return (rotx, roty, rotz)[axis](theta)
+
+
+def rot_about(a: np.ndarray, theta: float) -> np.ndarray:
+    """Physical right-handed rotation by theta about the unit vector a (Rodrigues: cos θ 1 + sin θ a× + (1 − cos θ) a aᵀ)."""
+    c, s = np.cos(theta), np.sin(theta)
+    return c * _I3 + s * skew(a) + (1.0 - c) * np.outer(a, a)
+
+
+def rpy_to_R(rpy: np.ndarray) -> np.ndarray:
+    """URDF's roll-pitch-yaw: about the fixed axes x by roll, then y by pitch, then z by yaw, R = Rz Ry Rx."""
+    return rotz(rpy[2]) @ roty(rpy[1]) @ rotx(rpy[0])
 
 
 def quat_to_R(Q: np.ndarray) -> np.ndarray:
@@ -105,15 +119,11 @@ def jcalc(body: Body, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Joint transform XJ (joint frame → body frame) and motion subspace S (6×nv) for the body's q slots."""
     q = np.atleast_1d(np.asarray(q, dtype=float))
     if body.joint == "revolute":
-        XJ = plux(rot_axis(body.axis, q[0]).T, np.zeros(3))  # E = Rᵀ: the explicit transpose
-        S = np.zeros((6, 1))
-        S[body.axis, 0] = 1.0
+        XJ = plux(rot_about(body.axis, q[0]).T, np.zeros(3))  # E = Rᵀ: the explicit transpose
+        S = np.concatenate([body.axis, np.zeros(3)])[:, None]
     elif body.joint == "prismatic":
-        r = np.zeros(3)
-        r[body.axis] = q[0]
-        XJ = plux(_I3, r)
-        S = np.zeros((6, 1))
-        S[3 + body.axis, 0] = 1.0
+        XJ = plux(_I3, body.axis * q[0])
+        S = np.concatenate([np.zeros(3), body.axis])[:, None]
     elif body.joint == "floating":
         XJ = plux(quat_to_R(q[0:4]).T, q[4:7])  # E = R(Q)ᵀ, Q the body-to-base attitude
         S = np.eye(6)
@@ -123,10 +133,10 @@ def jcalc(body: Body, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def xtree(body: Body) -> np.ndarray:
-    """Tree transform XT (parent frame → joint frame): a pure translation, identity for a floating body."""
+    """Tree transform XT (parent frame → joint frame): plux(rotᵀ, xtree), the identity for a floating body."""
     if body.joint == "floating":
         return np.eye(6)
-    return plux(_I3, body.xtree)
+    return plux(np.asarray(body.rot).T, body.xtree)
 
 
 def R_to_quat(R: np.ndarray) -> np.ndarray:

@@ -299,8 +299,10 @@ def _expand(model: Model, kin: Kinematics, t: Track, first: int,
     anchor_p = pr + Rr @ np.array([pins[0][0], y, pins[0][1]])
     shoe = dict(mass=t.mass, cg=t.cg, inertia=t.inertia, fext=t.fext, line=t.line)
     link = _frozen([ds, 0.0, 0.0])
-    bodies = [Body(name=names[0], parent=BASE, joint="floating", axis=-1, xtree=_frozen(anchor_p), **shoe)]
-    bodies += [Body(name=names[k], parent=first + k - 1, joint="revolute", axis=1, xtree=link, **shoe)
+    bodies = [Body(name=names[0], parent=BASE, joint="floating", axis=_frozen(np.zeros(3)), xtree=_frozen(anchor_p),
+                   **shoe)]
+    bodies += [Body(name=names[k], parent=first + k - 1, joint="revolute", axis=_frozen([0.0, 1.0, 0.0]), xtree=link,
+                    **shoe)
                for k in range(1, n)]
     turns = -((np.diff(theta) + math.pi) % (2 * math.pi) - math.pi)  # each pin's turn, in (−π, π]
     qband = np.concatenate([R_to_quat(anchor_R), anchor_p, turns])

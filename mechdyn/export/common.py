@@ -4,8 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from mechdyn.core.model import Model
+from mechdyn.core.spatial import R_to_quat
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,23 @@ def num(x: float) -> str:
 
 def vec(v) -> str:
     return " ".join(num(x) for x in np.asarray(v, dtype=float).ravel())
+
+
+def direction(v) -> str:
+    """A unit vector as text: its whole components as integers ("0 0 1", "-1 0 0"), the others exactly."""
+    return " ".join(str(int(x)) if float(x).is_integer() else num(x) for x in np.asarray(v, dtype=float))
+
+
+def rpy(R: np.ndarray) -> str:
+    """URDF's roll, pitch, yaw of rotation R (fixed axes x, y, z: R = Rz Ry Rx), "0 0 0" for the identity."""
+    if np.array_equal(R, np.eye(3)):
+        return "0 0 0"
+    return vec(Rotation.from_matrix(R).as_euler("xyz"))
+
+
+def quat(R: np.ndarray) -> str:
+    """MJCF's w x y z of rotation R, "1 0 0 0" for the identity."""
+    return "1 0 0 0" if np.array_equal(R, np.eye(3)) else vec(R_to_quat(R))
 
 
 def xml_escape(s: str) -> str:

@@ -40,9 +40,7 @@ from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import BASE, Model
 from mechdyn.core.spatial import quat_to_R
 
-from .common import Exported, num, unsupported, vec, xml_escape
-
-AXIS_XYZ = ("1 0 0", "0 1 0", "0 0 1")
+from .common import Exported, direction, num, quat, unsupported, vec, xml_escape
 JOINT = {"revolute": "hinge", "prismatic": "slide"}
 
 # mechdyn's quaternion is [w, x, y, z], and so is MuJoCo's: the identity map.
@@ -116,7 +114,8 @@ def export_mjcf(model: Model) -> Exported:
 
     def body(i: int, depth: int) -> None:
         b, ind = model.bodies[i], "  " * depth
-        out.append(f'{ind}<body name="{b.name}" pos="{vec(b.xtree)}">')
+        turned = "" if b.aligned else f' quat="{quat(b.rot)}"'
+        out.append(f'{ind}<body name="{b.name}" pos="{vec(b.xtree)}"{turned}>')
         I = b.inertia
         out.append(f'{ind}  <inertial pos="{vec(b.cg)}" mass="{num(b.mass)}" fullinertia="{num(I[0, 0])} '
                    f'{num(I[1, 1])} {num(I[2, 2])} {num(I[0, 1])} {num(I[0, 2])} {num(I[1, 2])}"/>')
@@ -127,7 +126,7 @@ def export_mjcf(model: Model) -> Exported:
             if i in rsda:
                 k, c, kq0 = rsda[i]
                 extra = f' stiffness="{num(k)}" springref="{num(kq0 / k if k else 0.0)}" damping="{num(c)}"'
-            out.append(f'{ind}  <joint name="{b.name}" type="{JOINT[b.joint]}" axis="{AXIS_XYZ[b.axis]}" '
+            out.append(f'{ind}  <joint name="{b.name}" type="{JOINT[b.joint]}" axis="{direction(b.axis)}" '
                        f'pos="0 0 0" armature="0"{extra}/>')
         out.extend(f"{ind}  {s}" for s in sites.get(i, []))
         for c in children.get(i, []):

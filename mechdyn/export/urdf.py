@@ -24,9 +24,7 @@ import numpy as np
 
 from mechdyn.core.model import BASE, Model
 
-from .common import Exported, num, unsupported, vec, xml_escape
-
-AXIS_XYZ = ("1 0 0", "0 1 0", "0 0 1")
+from .common import Exported, direction, num, rpy, unsupported, vec, xml_escape
 UNBOUNDED = "1e+30"
 ROOT = "base"
 
@@ -61,9 +59,10 @@ def export_urdf(model: Model) -> Exported:
         out += [f'  <joint name="{b.name}" type="{kind}">',
                 f'    <parent link="{name(b.parent)}"/>',
                 f'    <child link="{b.name}"/>',
-                f'    <origin xyz="{"0 0 0" if b.joint == "floating" else vec(b.xtree)}" rpy="0 0 0"/>']
+                f'    <origin xyz="{"0 0 0" if b.joint == "floating" else vec(b.xtree)}" '
+                f'rpy="{"0 0 0" if b.joint == "floating" else rpy(b.rot)}"/>']
         if b.joint != "floating":
-            out += [f'    <axis xyz="{AXIS_XYZ[b.axis]}"/>',
+            out += [f'    <axis xyz="{direction(b.axis)}"/>',
                     f'    <limit lower="-{UNBOUNDED}" upper="{UNBOUNDED}" effort="{UNBOUNDED}" velocity="{UNBOUNDED}"/>']
         out.append("  </joint>")
     out += ["</robot>", ""]

@@ -91,7 +91,7 @@ def sprocket_brakes(con: Contact, q: np.ndarray, period: float) -> tuple[Brake, 
                 continue
             body = model.bodies[r.body]
             a = body.axis  # the sprocket's inertia about its own joint axis through its origin
-            inertia = float(body.inertia[a, a] + body.mass * (body.cg @ body.cg - body.cg[a] ** 2))
+            inertia = float(a @ body.inertia @ a + body.mass * (body.cg @ body.cg - (a @ body.cg) ** 2))
             k = inertia * (2 * math.pi / (BRAKE_PERIODS * period)) ** 2
             out.append(Brake(r.body, float(q[model.qidx[r.body]]), k, 2 * BRAKE_ZETA * math.sqrt(k * inertia)))
     return tuple(out)

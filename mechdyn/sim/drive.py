@@ -51,7 +51,7 @@ def sprockets(con: Contact) -> tuple[Sprocket, ...]:
             body = model.bodies[r.body]
             if body.joint != "revolute":
                 raise ValueError(f"drive sprocket '{body.name}' is on a {body.joint} joint; expected revolute")
-            axis = kin.R[body.parent][:, body.axis] if body.parent >= 0 else np.eye(3)[body.axis]
+            axis = (kin.R[body.parent] if body.parent >= 0 else np.eye(3)) @ body.rot @ body.axis
             along = float((kin.R[root].T @ axis)[1])
             if abs(along) < 0.5:
                 raise ValueError(f"drive sprocket '{body.name}' turns about an axis off its band's root y axis")

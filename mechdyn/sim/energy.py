@@ -72,14 +72,11 @@ class Mechanics:
     momentum: np.ndarray  # (n, 3)
 
 
-def _axis_rotations(axis: int, theta: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) physical rotations by theta about coordinate axis 0, 1 or 2."""
-    c, s = np.cos(theta), np.sin(theta)
-    R = np.zeros((len(theta), 3, 3))
-    i, j = (axis + 1) % 3, (axis + 2) % 3
-    R[:, axis, axis] = 1.0
-    R[:, i, i], R[:, i, j], R[:, j, i], R[:, j, j] = c, -s, s, c
-    return R
+def _axis_rotations(a: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) physical rotations by theta about the unit vector a: cos θ 1 + sin θ a× + (1 − cos θ) a aᵀ."""
+    c, s = np.cos(theta)[:, None, None], np.sin(theta)[:, None, None]
+    ax = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    return c * np.eye(3) + s * ax + (1.0 - c) * np.outer(a, a)
 
 
 def _quat_rotations(Q: np.ndarray) -> np.ndarray:
@@ -108,15 +105,12 @@ def mechanics(model: Model, Q: np.ndarray, QD: np.ndarray) -> Mechanics:
             Rp, pp, wp, vp = R[b.parent], p[b.parent], w[b.parent], v[b.parent]
         if b.joint == "floating":  # q: attitude quaternion, origin in parent coords; qd: [ω; v] in body coords
             Rrel, r, wj, vj = _quat_rotations(q[:, :4]), q[:, 4:7], qd[:, :3], qd[:, 3:6]
-        elif b.joint == "revolute":
-            Rrel, r = _axis_rotations(b.axis, q[:, 0]), np.broadcast_to(b.xtree, (n, 3))
-            wj, vj = np.zeros((n, 3)), np.zeros((n, 3))
-            wj[:, b.axis] = qd[:, 0]
+        elif b.joint == "revolute":  # the joint frame turned by rot, then by q about the axis
+            Rrel, r = b.rot @ _axis_rotations(b.axis, q[:, 0]), np.broadcast_to(b.xtree, (n, 3))
+            wj, vj = np.outer(qd[:, 0], b.axis), np.zeros((n, 3))
         elif b.joint == "prismatic":
-            Rrel, r = np.broadcast_to(np.eye(3), (n, 3, 3)), np.array(np.broadcast_to(b.xtree, (n, 3)))
-            r[:, b.axis] += q[:, 0]
-            wj, vj = np.zeros((n, 3)), np.zeros((n, 3))
-            vj[:, b.axis] = qd[:, 0]
+            Rrel, r = np.broadcast_to(b.rot, (n, 3, 3)), b.xtree + np.outer(q[:, 0], b.rot @ b.axis)
+            wj, vj = np.zeros((n, 3)), np.outer(qd[:, 0], b.axis)
         else:
             raise ValueError(f"body {b.name!r}: unsupported tree joint {b.joint!r}")
         Ri = Rp @ Rrel

@@ -52,7 +52,7 @@ def test_planted_slide_without_the_children_is_caught(tmp_path, monkeypatch):
     model = load_model("elbow")
     s = frames.shifts(model)
     eye = np.eye(3)
-    back = lambda b: s[b.parent] * eye[model.bodies[b.parent].axis] if b.parent >= 0 else 0.0  # noqa: E731
+    back = lambda b: s[b.parent] * eye[model.bodies[b.parent].axis_index] if b.parent >= 0 else 0.0  # noqa: E731
     out = frames.slide(model, s)
     planted = dc.replace(out, bodies=tuple(dc.replace(b, xtree=b.xtree + back(b)) for b in out.bodies))
     monkeypatch.setattr(frames, "shifts", lambda m, counted=None: s)

@@ -216,7 +216,7 @@ def test_full_model_layout():
     assert m.name == "full" and m.path == "models/full.mech" and m.source == FULL
     assert [b.name for b in m.bodies] == ["chassis", "wheel", "wheel2", "slider", "arm"]
     assert [b.joint for b in m.bodies] == ["floating", "revolute", "revolute", "prismatic", "revolute"]
-    assert [b.axis for b in m.bodies] == [-1, 1, 1, 0, 2]
+    assert [b.axis_index for b in m.bodies] == [-1, 1, 1, 0, 2]
     assert [b.parent for b in m.bodies] == [BASE, 0, 0, BASE, 3]
     assert [b.fext for b in m.bodies] == [True, False, False, False, False]
     assert (m.nq, m.nv) == (11, 10)
@@ -370,7 +370,7 @@ def test_defaults():
     assert m.name == "<string>" and m.path == "<string>"
     assert m.gravity.tolist() == [0, 0, -9.81] and m.stab == 0.1
     assert a.xtree.tolist() == [0, 0, 0] and a.cg.tolist() == [0, 0, 0] and a.fext is False
-    assert (b.parent, b.joint, b.axis) == (0, "prismatic", 2)
+    assert (b.parent, b.joint, b.axis_index) == (0, "prismatic", 2)
     assert m.pois == m.loops == m.tsdas == m.rsdas == m.tracks == () and m.ground is None
     track = parse(FULL.replace("  fext 0\n", "").replace("  cg 0 0 0.01\n", "")).tracks[0]
     assert track.fext is True and track.cg.tolist() == [0, 0, 0]
@@ -423,7 +423,7 @@ ERRORS = {
                                           "loop, tsda, rsda, track, ground (did you mean 'body'?)"),
     "key outside block": (BODY_A + "  mass 2   # <-\n", "'mass' outside any block; expected it inside a body or track"),
     "unknown key": (BODY_WITH.format("  mas 2   # <-\n"),
-                    "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, mass, cg, inertia, fext "
+                    "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, rpy, quat, mass, cg, inertia, fext "
                     "(did you mean 'mass'?)"),
     "unknown key ground": ("ground\n  terrain plane 0 0 1 0\n  kn 1\n  muu 1  # <-\n  mu 1\nend\n" + BODY_A,
                            "unknown key 'muu' in ground; expected one of terrain, heights, kn, kt, mu "
@@ -482,10 +482,22 @@ ERRORS = {
     "unknown joint": (body(joint="hinge y  # <-"), "unknown joint type 'hinge' in body 'b'; expected revolute, "
                                                    "prismatic or floating"),
     "bad tree axis": (body(joint="revolute w  # <-"), "bad axis 'w' for 'joint revolute' in body 'b'; "
-                                                      "expected 'joint revolute x|y|z'"),
+                                                      "expected 'joint revolute x|y|z|-x|-y|-z or ax ay az'"),
     "vector tree axis": (body(joint="prismatic 1 0  # <-"), "got 3"),
     "missing tree axis": (body(joint="prismatic  # <-"), "bad axis none for 'joint prismatic'"),
     "floating with axis": (body(joint="floating z  # <-"), "'joint floating' in body 'b' takes no axis"),
+    # turned joint frames and axes in any direction (issue 33)
+    "zero tree axis": (body(joint="revolute 0 0 0  # <-"), "'joint' in body 'b' is the zero vector; expected a "
+                                                            "nonzero direction"),
+    "double minus axis": (body(joint="revolute --x  # <-"), "bad axis '--x' for 'joint revolute'"),
+    "quaternion off unit": (body(extra="  quat 1 0 0 1  # <-\n"), "'quat' in body 'b' has norm 1.41421; expected a "
+                                                                  "unit quaternion w x y z (norm within 0.001 of 1)"),
+    "rotation twice": (body(extra="  rpy 0 0 1\n  quat 1 0 0 0  # <-\n"),
+                       "body 'b' gives its rotation twice: 'quat' here and 'rpy' at line 6; expected one of rpy or quat"),
+    "angle out of bound": (body(extra="  rpy 0 7 0  # <-\n"), "'rpy' in body 'b' is 7, out of bounds for an angle; "
+                                                            "expected 0 or 1e-9 <= |value| <= 6.28319 rad"),
+    "rpy field count": (body(extra="  rpy 0 1  # <-\n"), "wrong number of fields for 'rpy' in body 'b': got 2; "
+                                                        "expected 'rpy roll pitch yaw'"),
     # mass and inertia
     "zero mass": (BODY_A.replace("mass 1", "mass 0  # <-"), "'mass' in body 'a' is 0; expected a number > 0"),
     "negative mass": (BODY_A.replace("mass 1", "mass -1  # <-"), "'mass' in body 'a' is -1; expected a number > 0"),

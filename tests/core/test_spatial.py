@@ -6,7 +6,7 @@ from scipy.spatial.transform import Rotation
 
 from mechdyn.core.model import BASE, Body
 from mechdyn.core.spatial import (
-    crf, crm, dual, jcalc, mcI, plux, quat_to_R, rot_axis, rotx, roty, rotz, skew, xtree,
+    crf, crm, dual, jcalc, mcI, plux, quat_to_R, rot_about, rot_axis, rotx, roty, rotz, skew, xtree,
 )
 
 TOL = 1e-13
@@ -25,7 +25,7 @@ def rand_plux(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def joint_body(joint: str, axis: int) -> Body:
     """A bare body with the given tree joint."""
-    return Body(name="b", parent=BASE, joint=joint, axis=axis, xtree=np.array([0.3, -0.2, 0.5]), mass=1.0,
+    return Body(name="b", parent=BASE, joint=joint, axis=np.eye(3)[axis] if axis >= 0 else np.zeros(3), xtree=np.array([0.3, -0.2, 0.5]), mass=1.0,
                 cg=np.zeros(3), inertia=np.eye(3), fext=False, line=0)
 
 
@@ -127,7 +127,7 @@ def test_planted_joint_transpose_bug_is_caught():
     def bad_jcalc(body, q):
         XJ, S = jcalc(body, q)
         if body.joint == "revolute":
-            XJ = plux(rot_axis(body.axis, q[0]), np.zeros(3))  # R where Rᵀ belongs
+            XJ = plux(rot_about(body.axis, q[0]), np.zeros(3))  # R where Rᵀ belongs
         return XJ, S
 
     err = joint_point_error(bad_jcalc)

@@ -204,7 +204,7 @@ def test_expansion_builds_the_shoes_and_the_closure():
     shoes = m.bodies[4:]
     assert [b.name for b in shoes] == [f"band.s{k:02d}" for k in range(30)]
     assert shoes[0].parent == BASE and shoes[0].joint == "floating"
-    assert all(b.parent == 4 + k and b.joint == "revolute" and b.axis == 1 and b.xtree.tolist() == [t.link_len, 0, 0]
+    assert all(b.parent == 4 + k and b.joint == "revolute" and b.axis_index == 1 and b.xtree.tolist() == [t.link_len, 0, 0]
                for k, b in enumerate(shoes[1:]))
     assert all(b.mass == 1.5 and b.cg.tolist() == [0.05, 0, 0.01] and b.fext and b.line == t.line for b in shoes)
     assert t.link_len == t.perimeter / 30

@@ -30,7 +30,7 @@ from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import BASE, Body, Model, Poi, Roller, Rsda, Track, Tsda
 from mechdyn.core.parse import load_model, parse
 from mechdyn.core.sample import random_q, random_state, scaled_error
-from mechdyn.core.spatial import jcalc, plux, quat_to_R, rot_axis
+from mechdyn.core.spatial import jcalc, plux, quat_to_R, rot_about, rot_axis
 from tests.conftest import MODELS
 
 G = np.array([0.0, 0.0, -9.81])
@@ -61,7 +61,7 @@ class Builder:
         return BASE if name == "base" else [b.name for b in self.bodies].index(name)
 
     def body(self, name, parent, joint, xtree=(0, 0, 0), mass=1.0, cg=None, inertia_=None, fext=False):
-        kind, axis = (joint, -1) if joint == "floating" else (joint[:-1], AX[joint[-1]])
+        kind, axis = (joint, np.zeros(3)) if joint == "floating" else (joint[:-1], np.eye(3)[AX[joint[-1]]])
         kind = {"rev": "revolute", "pri": "prismatic"}.get(kind, kind)
         cg = self.rng.uniform(-0.15, 0.15, 3) if cg is None else cg
         I = inertia(self.rng, 0.05 * mass) if inertia_ is None else inertia_
@@ -267,11 +267,11 @@ def test_kinematics_pose(name):
                 R.append(quat_to_R(qi[:4]))
                 p.append(qi[4:].copy())
             elif b.joint == "revolute":
-                R.append(Rp @ rot_axis(b.axis, qi[0]))
+                R.append(Rp @ rot_about(b.axis, qi[0]))
                 p.append(pp + Rp @ b.xtree)
             else:
                 R.append(Rp)
-                p.append(pp + Rp @ (b.xtree + qi[0] * np.eye(3)[b.axis]))
+                p.append(pp + Rp @ (b.xtree + qi[0] * b.axis))
             worst = max(worst, np.max(np.abs(kin.R[i] - R[i])), np.max(np.abs(kin.p[i] - p[i])),
                         np.max(np.abs(kin.X0[i] - plux(R[i].T, p[i]))))
     print(f"\n{name}: pose vs independent recursion: {worst:.2e}")
@@ -473,7 +473,7 @@ def test_planted_joint_transpose_bug_is_caught(monkeypatch):
         XJ, S = jcalc(body, q)
         q = np.atleast_1d(q)
         if body.joint == "revolute":
-            XJ = plux(rot_axis(body.axis, q[0]), np.zeros(3))
+            XJ = plux(rot_about(body.axis, q[0]), np.zeros(3))
         elif body.joint == "floating":
             XJ = plux(quat_to_R(q[:4]), q[4:7])
         return XJ, S

@@ -49,7 +49,7 @@ def pendulum_error(lin: Linear) -> float:
     model, md = lin.model, modes(lin)
     want, rigid = [], 0
     for b in model.bodies:
-        e = np.eye(3)[b.axis]
+        e = b.axis
         g_perp = np.linalg.norm(model.gravity - (model.gravity @ e) * e)
         l_perp = np.linalg.norm(b.cg - (b.cg @ e) * e)
         if g_perp == 0:
@@ -84,7 +84,7 @@ def slider_error(lin: Linear) -> float:
     for t in model.tsdas:
         a, p = model.pois[t.poi_a], model.pois[t.poi_b]
         b = model.bodies[p.body]
-        e = np.eye(3)[b.axis]
+        e = b.axis
         d = design_origin(model, p.body) + p.pos - a.pos  # the spring, lying along the slide: L = |e·d + s|
         s_rest = np.sign(e @ d) * t.l0 - e @ d  # where the spring is at its rest length
         want_q.append(s_rest + b.mass * (model.gravity @ e) / t.k)  # k (L - l0) balances the weight along e

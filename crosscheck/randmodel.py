@@ -1,0 +1,107 @@
+"""Random mechanisms with turned joint frames and joint axes in any direction, written as `.mech` text.
+
+The checks of general frames (tests/core/test_frames_general.py, the peer gates, `crosscheck bench --peers
+--random`) run these: trees and loop models with floating bodies, each joint frame turned by a random rpy or
+quaternion, each axis one of x, y, z, -x, -y, -z or an oblique vector. `aligned=True` writes the same mechanism
+with every rotation left out and every axis +z, the baseline a turned model's operation count is set against.
+
+Loops are written so that they close at the design pose: a spherical or distance loop between two bodies'
+design-pose points, so the parser's assembly has nothing to do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+AXES = ("x", "y", "z", "-x", "-y", "-z")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a random model holds."""
+    bodies: int = 6
+    floating: bool = True  # a floating root body
+    loops: int = 0  # spherical or distance closures between two bodies of different branches
+    aligned: bool = False  # no rotations, every axis +z: the same topology and masses, frames aligned
+
+
+def _fmt(x) -> str:
+    return " ".join(f"{v:.17g}" for v in np.atleast_1d(x))
+
+
+def _inertia(rng: np.random.Generator, m: float) -> np.ndarray:
+    a, b, c = rng.uniform(0.2, 1.0, 3) * 0.05 * m
+    R = Rotation.random(random_state=rng.integers(2**31)).as_matrix()
+    I = R @ np.diag([b + c, a + c, a + b]) @ R.T
+    return np.array([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])
+
+
+def _axis(rng: np.random.Generator) -> str:
+    if rng.uniform() < 0.5:
+        return str(rng.choice(AXES))
+    v = rng.normal(size=3)
+    return _fmt(v / np.linalg.norm(v))
+
+
+def _rotation(rng: np.random.Generator) -> str:
+    R = Rotation.random(random_state=rng.integers(2**31))
+    if rng.uniform() < 0.5:
+        return "rpy " + _fmt(R.as_euler("xyz"))  # scipy's extrinsic xyz is URDF's fixed-axis roll, pitch, yaw
+    x, y, z, w = R.as_quat()
+    return "quat " + _fmt([w, x, y, z])
+
+
+def random_mech(seed: int, spec: Spec = Spec()) -> str:
+    """The `.mech` text of a random mechanism (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    lines = [f"# random mechanism, seed {seed}, {spec}", "gravity 0.3 -0.2 -9.81"]
+    parents: list[int] = []
+    for i in range(spec.bodies):
+        floating = spec.floating and i == 0
+        parent = -1 if floating or i == 0 else int(rng.integers(-1 if not spec.floating else 0, i))
+        parents.append(parent)
+        joint = "floating" if floating else f"{rng.choice(['revolute', 'revolute', 'prismatic'])} " + (
+            "z" if spec.aligned else _axis(rng))
+        m = float(rng.uniform(0.5, 3.0))
+        block = [f"body b{i}", f"  parent {'base' if parent < 0 else f'b{parent}'}", f"  joint {joint}",
+                 f"  xtree {_fmt(rng.uniform(-0.4, 0.4, 3) + (np.array([0, 0, 1.0]) if floating else 0))}"]
+        if not spec.aligned:
+            block.append("  " + _rotation(rng))
+        block += [f"  mass {m:.17g}", f"  cg {_fmt(rng.uniform(-0.15, 0.15, 3))}",
+                  f"  inertia {_fmt(_inertia(rng, m))}", "  fext 1", "end"]
+        lines += block
+    lines += [f"poi p{i} b{i} {_fmt(rng.uniform(-0.2, 0.2, 3))}" for i in range(spec.bodies)]
+    lines += [f"tsda s{i}\n  between p{i} p{i + 1}\n  k 20\n  c 0.5\n  l0 0.1\nend" for i in range(spec.bodies - 1)]
+    lines += [f"rsda r{i}\n  joint b{i}\n  k 3\n  c 0.1\nend" for i in range(spec.bodies) if parents[i] >= 0 or
+              not (spec.floating and i == 0)][:2]
+    text = "\n".join(lines) + "\n"
+    return text + _loops(text, parents, spec, rng)
+
+
+def _loops(tree: str, parents: list[int], spec: Spec, rng: np.random.Generator) -> str:
+    """Loop blocks that close at the tree's design pose: spherical ones from the base to a leaf (through the
+    floating root's six coordinates, so never redundant), distance ones between two leaves."""
+    from mechdyn.core.kinematics import forward_kinematics, point_state
+    from mechdyn.core.parse import parse
+
+    if not spec.loops:
+        return ""
+    model = parse(tree)
+    kin = forward_kinematics(model, model.q0())
+    leaves = [i for i in range(spec.bodies) if i not in parents]
+    out = []
+    for k in range(spec.loops):
+        spherical = spec.floating and k % 2 == 0
+        a, b = (-1, leaves[k % len(leaves)]) if spherical else (leaves[k % len(leaves)], leaves[(k + 1) % len(leaves)])
+        pa = rng.uniform(-0.2, 0.2, 3)
+        if spherical:  # the successor's anchor where the predecessor's is, at the design pose
+            P = point_state(model, kin, a, pa)[0]
+            pb = kin.R[b].T @ (P - kin.p[b])
+        else:
+            pb = rng.uniform(-0.2, 0.2, 3)
+        out += [f"loop c{k}", f"  joint {'spherical' if spherical else 'distance'}",
+                f"  pred {'base' if a < 0 else f'b{a}'}", f"  succ b{b}", f"  anchor_pred {_fmt(pa)}",
+                f"  anchor_succ {_fmt(pb)}", "end"]
+    return "\n".join(out) + "\n"
