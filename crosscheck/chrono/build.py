@@ -39,13 +39,12 @@ import numpy as np
 
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.spatial import quat_to_R
+from mechdyn.core.spatial import quat_to_R, triad
 
 from . import require_pychrono
 from .mapping import BodyStates, Mapping, R_to_quat
 
 # marker axes (columns, body coordinates) putting marker z along body axis k, right-handed
-_Z_ALONG = {0: np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]]), 1: np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]), 2: np.eye(3)}
 
 
 @dataclass
@@ -134,10 +133,10 @@ def build(model: Model, mapping: Mapping | None = None) -> ChronoModel:
             cm.tree_links.append(None)
             continue
         Rp, pp = pose(b.parent)
-        M = _Z_ALONG[b.axis]
+        M = triad(b.axis)  # the markers' z along the joint axis, in the body frame and in the joint frame
         link = ch.ChLinkLockRevolute() if b.joint == "revolute" else ch.ChLinkLockPrismatic()
         link.Initialize(bodies[i], cm.body(b.parent), False,
-                        _frame(ch, kin.p[i], kin.R[i] @ M), _frame(ch, pp + Rp @ b.xtree, Rp @ M))
+                        _frame(ch, kin.p[i], kin.R[i] @ M), _frame(ch, pp + Rp @ b.xtree, Rp @ b.rot @ M))
         link.SetName(f"joint {b.name}")
         system.AddLink(link)
         cm.tree_links.append(link)
@@ -225,7 +224,7 @@ def joint_loads(model: Model, bs: BodyStates, tau: np.ndarray) -> tuple[np.ndarr
             F[i] += bs.R[i] @ t[3:]
             continue
         par = b.parent if b.parent != BASE else nb
-        a = (np.eye(3) if b.parent == BASE else bs.R[b.parent])[:, b.axis]
+        a = (np.eye(3) if b.parent == BASE else bs.R[b.parent]) @ b.rot @ b.axis
         if b.joint == "revolute":
             T[i] += t[0] * a
             T[par] -= t[0] * a

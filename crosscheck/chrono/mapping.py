@@ -10,9 +10,10 @@ COM frame's axes and the project's body-frame coordinates are one and the same.
 
 This module is plain numpy (no pychrono): the forward map runs through the
 project's own kinematics, and the inverse map reads each tree joint's
-coordinate back from the relative pose of the body and its parent — exact,
-because a `.mech` tree joint carries no fixed rotation, so the child differs
-from the parent by a pure rotation about (or translation along) the axis.
+coordinate back from the relative pose of the body and its joint frame (the
+parent's frame turned by the joint's constant rotation) — exact, because the
+body differs from its joint frame by a pure rotation about (or translation
+along) the axis.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from mechdyn.core.kinematics import Kinematics, forward_kinematics
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.spatial import quat_to_R
+from mechdyn.core.spatial import quat_to_R, triad
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,6 @@ def rotation_angle(R: np.ndarray) -> float:
 
 
 # the two axes completing axis k to a right-handed cycle (k, i, j)
-_CYCLE = {0: (1, 2), 1: (2, 0), 2: (0, 1)}
 
 
 def _unwrap(angle: float, hint: float) -> float:
@@ -139,17 +139,17 @@ class Mapping:
                 q[iq : iq + 4], q[iq + 4 : iq + 7] = Q, po[i]
                 qd[iv : iv + 3], qd[iv + 3 : iv + 6] = bs.w[i], bs.R[i].T @ vo[i]
                 continue
-            k = b.axis
-            a = Rp[:, k]
-            if b.joint == "revolute":
-                Rrel = Rp.T @ bs.R[i]
-                ii, jj = _CYCLE[k]
-                angle = float(np.arctan2(Rrel[jj, ii], Rrel[ii, ii]))
+            J = Rp @ b.rot  # the joint frame, base coordinates
+            a = J @ b.axis
+            if b.joint == "revolute":  # R_rel u = cos q u + sin q (a × u) for u ⟂ a, all in the joint frame
+                u, w, _ = triad(b.axis).T
+                turned = J.T @ bs.R[i] @ u
+                angle = float(np.arctan2(w @ turned, u @ turned))
                 q[iq] = angle if q_hint is None else _unwrap(angle, q_hint[iq])
                 qd[iv] = a @ (bs.R[i] @ bs.w[i] - wp)
             else:  # prismatic: the origin's offset from the joint frame origin, along the axis
                 r = po[i] - pp
-                q[iq] = (Rp.T @ r)[k] - b.xtree[k]
+                q[iq] = b.axis @ (b.rot.T @ (Rp.T @ r - b.xtree))
                 qd[iv] = a @ (vo[i] - vp - np.cross(wp, r))
         return q, qd
 
@@ -178,7 +178,7 @@ class Mapping:
                 qdd[iv : iv + 3] = acc[i, 3:]
                 qdd[iv + 3 : iv + 6] = bs.R[i].T @ ao[i] - np.cross(bs.w[i], vb)
                 continue
-            a = Rp[:, b.axis]
+            a = Rp @ b.rot @ b.axis
             if b.joint == "revolute":  # d/dt [a · (ω_i − ω_p)], a turning with the parent
                 qdd[iv] = np.cross(wp, a) @ (W[i] - wp) + a @ (A[i] - alp)
             else:  # d/dt [a · (ṙ − ω_p × r)], r = p_i − p_p

@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from .spatial import R_to_quat
+from .spatial import R_to_quat, triad
 
 BASE = -1  # parent index of a body attached to the fixed base
 
@@ -122,11 +122,7 @@ class Loop:
 
         u0 = normalize(a0 × e) with e the base axis least aligned with a0 (the first on ties).
         """
-        a = self.axis if self.axis is not None else np.array([0.0, 0.0, 1.0])
-        e = np.eye(3)[int(np.argmin(np.abs(a)))]
-        u = np.cross(a, e)
-        u /= np.linalg.norm(u)
-        return np.column_stack([u, np.cross(a, u), a])
+        return triad(self.axis if self.axis is not None else np.array([0.0, 0.0, 1.0]))
 
 
 @dataclass(frozen=True)

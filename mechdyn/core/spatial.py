@@ -56,6 +56,16 @@ def rot_about(a: np.ndarray, theta: float) -> np.ndarray:
     return c * _I3 + s * skew(a) + (1.0 - c) * np.outer(a, a)
 
 
+def triad(a: np.ndarray) -> np.ndarray:
+    """Columns (u, w, a): the unit vector a completed to a right-handed orthonormal basis (docs/conventions.md).
+
+    u = normalize(a × e) with e the base axis least aligned with a (the first on ties)."""
+    e = _I3[int(np.argmin(np.abs(a)))]
+    u = np.cross(a, e)
+    u /= np.linalg.norm(u)
+    return np.column_stack([u, np.cross(a, u), a])
+
+
 def rpy_to_R(rpy: np.ndarray) -> np.ndarray:
     """URDF's roll-pitch-yaw: about the fixed axes x by roll, then y by pitch, then z by yaw, R = Rz Ry Rx."""
     return rotz(rpy[2]) @ roty(rpy[1]) @ rotx(rpy[0])
