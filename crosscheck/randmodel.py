@@ -1,9 +1,10 @@
 """Random mechanisms with turned joint frames and joint axes in any direction, written as `.mech` text.
 
-The checks of general frames (tests/core/test_frames_general.py, the peer gates, `crosscheck bench --peers
---random`) run these: trees and loop models with floating bodies, each joint frame turned by a random rpy or
-quaternion, each axis one of x, y, z, -x, -y, -z or an oblique vector. `aligned=True` writes the same mechanism
-with every rotation left out and every axis +z, the baseline a turned model's operation count is set against.
+The checks of general frames (tests/core/test_turned_frames.py) run these: trees and loop models with floating
+bodies, each joint frame turned by a random rpy or quaternion, each axis one of x, y, z, -x, -y, -z or an oblique
+vector. `aligned=True` writes the same mechanism with every rotation left out and every axis +z (the same random
+numbers drawn, so the same topology, masses and points), the baseline a turned model's operation count is set
+against.
 
 Loops are written so that they close at the design pose: a spherical or distance loop between two bodies'
 design-pose points, so the parser's assembly has nothing to do.
@@ -62,13 +63,18 @@ def random_mech(seed: int, spec: Spec = Spec()) -> str:
         floating = spec.floating and i == 0
         parent = -1 if floating or i == 0 else int(rng.integers(-1 if not spec.floating else 0, i))
         parents.append(parent)
-        joint = "floating" if floating else f"{rng.choice(['revolute', 'revolute', 'prismatic'])} " + (
-            "z" if spec.aligned else _axis(rng))
+        # the axis and the rotation are drawn whether they are written or not, so that aligned=True draws the
+        # same numbers: the same topology, masses and points, only the frames differ
+        joint = "floating"
+        if not floating:
+            kind, axis = rng.choice(["revolute", "revolute", "prismatic"]), _axis(rng)
+            joint = f"{kind} {'z' if spec.aligned else axis}"
         m = float(rng.uniform(0.5, 3.0))
         block = [f"body b{i}", f"  parent {'base' if parent < 0 else f'b{parent}'}", f"  joint {joint}",
                  f"  xtree {_fmt(rng.uniform(-0.4, 0.4, 3) + (np.array([0, 0, 1.0]) if floating else 0))}"]
+        rotation = _rotation(rng)
         if not spec.aligned:
-            block.append("  " + _rotation(rng))
+            block.append("  " + rotation)
         block += [f"  mass {m:.17g}", f"  cg {_fmt(rng.uniform(-0.15, 0.15, 3))}",
                   f"  inertia {_fmt(_inertia(rng, m))}", "  fext 1", "end"]
         lines += block
