@@ -207,6 +207,10 @@ def lay_pins(circles: list[tuple[float, float, float]], n: int) -> tuple[list[np
     return [belt.point(u) for u in overshoot(e)[1][:n]], link, e
 
 
+def _along(v: np.ndarray) -> str:
+    return "(" + " ".join(f"{x:+.4f}" for x in v) + ")"
+
+
 def _frame(kin: Kinematics, body: int) -> tuple[np.ndarray, np.ndarray]:
     return kin.R[body], kin.p[body]
 
@@ -227,10 +231,19 @@ def _belt(model: Model, kin: Kinematics, t: Track) -> tuple[Belt, list[tuple[flo
                           "expected each roller body once")
         seen[ro.body] = ro.line
         R, p = _frame(kin, ro.body)
-        if abs(Rr[:, 1] @ R[:, 1]) < 1 - 1e-9:
-            fail(ro.line, f"roller '{name}' in track '{t.name}': its y axis is not the band's pin axis "
-                          f"(the y axis of root '{model.bodies[t.root].name}') at the design pose; "
-                          "expected a roller turning about the root's y")
+        pin = Rr[:, 1]  # the band's pin axis in the base frame: its root's y
+        body = model.bodies[ro.body]
+        if body.joint == "revolute":
+            turns = (kin.R[body.parent] if body.parent != BASE else np.eye(3)) @ body.rot @ body.axis
+            if abs(pin @ turns) < 1 - 1e-9:
+                fail(ro.line, f"roller '{name}' in track '{t.name}' turns about {_along(turns)} in the base frame at "
+                              f"the design pose, not the band's pin axis {_along(pin)} (the y axis of root "
+                              f"'{model.bodies[t.root].name}'); expected a roller turning about the pin axis")
+        if abs(pin @ R[:, 1]) < 1 - 1e-9:
+            fail(ro.line, f"roller '{name}' in track '{t.name}' has its frame's y along {_along(R[:, 1])} in the "
+                          f"base frame at the design pose, not the band's pin axis {_along(pin)}; expected its y "
+                          "along the pin axis (the band contact reads a roller's pins in its frame's x-z plane: "
+                          "turn the frame with rpy or quat)")
         centres.append(Rr.T @ (p - pr))  # the axle at the roller body's origin, in the root frame
     circles = [(float(cx), float(cz), ro.radius) for (cx, _, cz), ro in zip(centres, t.rollers)]
     try:

@@ -420,3 +420,33 @@ def test_planted_end_pulleys_only_let_the_m113_wheels_through(monkeypatch):
     worst = max(roller_pokes(m).values())
     print(f"m113 with end-pulley belts: a road wheel pokes {worst:.3f} m through its band")
     assert worst > 0.1
+
+
+# ---------------------------------------------------------------- the rollers' axes against the pin axis (issue 33)
+
+IDL = "body idl\n  parent frame\n  joint revolute y\n"
+
+
+def test_a_roller_turned_about_its_pin_axis_or_reversed_is_accepted():
+    """The check reads the joint axis and the frame's y in the base frame: a frame turned about the pin axis, or
+    an axis written -y, both keep the pin axis."""
+    base = quiet(band_text())
+    for joint in ("joint revolute -y\n  rpy 0 0.7 0\n", "joint revolute 0 -1 0\n"):
+        m = quiet(band_text().replace(IDL, "body idl\n  parent frame\n  " + joint))
+        assert m.nq == base.nq
+
+
+def test_a_roller_turning_off_the_pin_axis_is_refused_at_its_line():
+    text = band_text().replace(IDL, "body idl\n  parent frame\n  joint revolute 1 0.1 0\n")
+    with pytest.raises(MechError, match=rf"band.mech:{line_of(text, 'roller idl')}: roller 'idl' in track 'band' "
+                                        r"turns about \(\+0\.9950 \+0\.0995 \+0\.0000\) in the base frame"):
+        quiet(text)
+
+
+def test_a_roller_whose_frame_y_is_off_the_pin_axis_is_refused():
+    """Its joint turns about the pin axis (z turned onto y by a quarter turn about x), but the band contact reads
+    the pins in the roller frame's x-z plane, so its y must be the pin axis too."""
+    text = band_text().replace(IDL, "body idl\n  parent frame\n  joint revolute -z\n  rpy 1.5707963267948966 0 0\n")
+    with pytest.raises(MechError, match=rf"band.mech:{line_of(text, 'roller idl')}: roller 'idl' in track 'band' "
+                                        r"has its frame's y along"):
+        quiet(text)
