@@ -111,3 +111,49 @@ def _loops(tree: str, parents: list[int], spec: Spec, rng: np.random.Generator) 
                 f"  pred {'base' if a < 0 else f'b{a}'}", f"  succ b{b}", f"  anchor_pred {_fmt(pa)}",
                 f"  anchor_succ {_fmt(pb)}", "end"]
     return "\n".join(out) + "\n"
+
+
+def turn_frames(model: "Model", Q: list[np.ndarray]) -> "Model":
+    """The same mechanism with body i's frame turned by Q[i] (B' = B Q): its joint frame turns with it (rot' =
+    Q_pᵀ rot Q_i, xtree' = Q_pᵀ xtree), and its axis, CG, inertia, points and loop anchors are re-expressed in
+    it. Floating bodies keep their frames (their q holds the attitude), as do loops with an axis (the loop
+    triad is defined in both bodies' frames at once), so Q must be the identity for those."""
+    import dataclasses as dc
+
+    from mechdyn.core.model import BASE
+
+    T = lambda i: np.eye(3) if i == BASE else Q[i]  # noqa: E731
+    for i, b in enumerate(model.bodies):
+        if b.joint == "floating" and not np.array_equal(Q[i], np.eye(3)):
+            raise ValueError(f"body '{b.name}' is floating: its frame is its q's, so it cannot be turned")
+    for lp in model.loops:
+        if lp.axis is not None and not (np.array_equal(T(lp.pred), np.eye(3)) and np.array_equal(T(lp.succ), np.eye(3))):
+            raise ValueError(f"loop '{lp.name}' has an axis: its bodies' frames cannot be turned")
+    bodies = tuple(b if b.joint == "floating" else
+                   dc.replace(b, rot=T(b.parent).T @ b.rot @ Q[i], xtree=T(b.parent).T @ b.xtree, axis=Q[i].T @ b.axis,
+                              cg=Q[i].T @ b.cg, inertia=Q[i].T @ b.inertia @ Q[i])
+                   for i, b in enumerate(model.bodies))
+    pois = tuple(dc.replace(p, pos=T(p.body).T @ p.pos) for p in model.pois)
+    loops = tuple(dc.replace(lp, anchor_pred=T(lp.pred).T @ lp.anchor_pred, anchor_succ=T(lp.succ).T @ lp.anchor_succ)
+                  for lp in model.loops)
+    return dc.replace(model, bodies=bodies, pois=pois, loops=loops, name=model.name + "_turned")
+
+
+def unturned(model: "Model") -> "Model":
+    """The same mechanism with every single-DOF body's frame turned onto the base's axes at the design pose (every
+    joint coordinate 0): no joint frame turns, and each axis is the joint's direction in the base frame. For a model
+    written with URDF's turned frames, it is the twin an aligned-frame author would have written."""
+    from mechdyn.core.kinematics import forward_kinematics
+
+    kin = forward_kinematics(model, model.q_nominal())
+    Q = [np.eye(3) if b.joint == "floating" else kin.R[i].T for i, b in enumerate(model.bodies)]
+    out = turn_frames(model, Q)
+    import dataclasses as dc
+    return dc.replace(out, name=model.name + "_unturned",
+                      bodies=tuple(dc.replace(b, axis=_snap(b.axis), rot=np.eye(3) if b.joint != "floating" else b.rot)
+                                   for b in out.bodies))
+
+
+def _snap(a: np.ndarray) -> np.ndarray:
+    """A unit vector with its round-off zeros and ones made exact."""
+    return np.where(np.abs(a) < 1e-15, 0.0, np.where(np.abs(np.abs(a) - 1) < 1e-15, np.sign(a), a))

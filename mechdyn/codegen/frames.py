@@ -168,7 +168,8 @@ def window(model: Model, i: int, radius: int = RADIUS) -> tuple[Model, int]:
 def candidates(model: Model, i: int) -> set[float]:
     """Shifts of body i (in `model`'s frames) that zero one component along its axis."""
     a = model.bodies[i].axis_index
-    xs = {model.bodies[i].cg[a], -model.bodies[i].xtree[a]}
+    bd = model.bodies[i]
+    xs = {bd.cg[a], -float(bd.rot[:, a] @ bd.xtree)}  # its own offset along the axis, in the parent's frame
     xs |= {c.xtree[a] for c in model.bodies if c.parent == i}
     xs |= {p.pos[a] for p in model.pois if p.body == i}
     xs |= {lp.anchor_pred[a] for lp in model.loops if lp.pred == i}

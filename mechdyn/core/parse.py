@@ -23,7 +23,7 @@ import numpy as np
 from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, loop_of_row, closure, project_q
 from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
-from .spatial import quat_to_R, rpy_to_R
+from .spatial import quat_to_R, rpy_to_R, signed_permutation
 from .tracks import expand_tracks
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -237,7 +237,7 @@ def _quat(f: list[str], w: _Where) -> np.ndarray:
     n = float(np.linalg.norm(Q))
     if not abs(n - 1.0) <= QUAT_TOL:
         raise _Invalid(f"{w} has norm {n:.6g}; expected a unit quaternion w x y z (norm within {QUAT_TOL:g} of 1)")
-    return _frozen(quat_to_R(Q / n))
+    return _frozen(signed_permutation(quat_to_R(Q / n)))
 
 
 def _loop_axis(f: list[str], w: _Where) -> np.ndarray:

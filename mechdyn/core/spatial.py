@@ -66,9 +66,36 @@ def triad(a: np.ndarray) -> np.ndarray:
     return np.column_stack([u, np.cross(a, u), a])
 
 
+QUARTER_SNAP = 1e-9  # rad: an angle this near a multiple of π/2 is that quarter turn exactly
+
+
+def quarter_turns(theta: float) -> float:
+    """theta, or the multiple of π/2 it is within QUARTER_SNAP of: a URDF's 1.57079632679 means π/2, and its
+    cosine must be exactly 0 for the structural zeros of the frames it turns to survive."""
+    k = round(theta / (np.pi / 2))
+    return k * (np.pi / 2) if abs(theta - k * (np.pi / 2)) <= QUARTER_SNAP else theta
+
+
+def _exact(R: np.ndarray) -> np.ndarray:
+    """R with the entries of exact quarter turns made exact: cos(π/2) is 6e-17 in floating point, not 0."""
+    return np.where(np.abs(R) < 1e-15, 0.0, np.where(np.abs(np.abs(R) - 1.0) < 1e-15, np.sign(R), R))
+
+
 def rpy_to_R(rpy: np.ndarray) -> np.ndarray:
-    """URDF's roll-pitch-yaw: about the fixed axes x by roll, then y by pitch, then z by yaw, R = Rz Ry Rx."""
-    return rotz(rpy[2]) @ roty(rpy[1]) @ rotx(rpy[0])
+    """URDF's roll-pitch-yaw: about the fixed axes x by roll, then y by pitch, then z by yaw, R = Rz Ry Rx; an angle
+    within QUARTER_SNAP of a quarter turn is that quarter turn, exactly."""
+    def turn(rot, a: float) -> np.ndarray:
+        a = quarter_turns(float(a))
+        return _exact(rot(a)) if a % (np.pi / 2) == 0 else rot(a)
+
+    return turn(rotz, rpy[2]) @ turn(roty, rpy[1]) @ turn(rotx, rpy[0])
+
+
+def signed_permutation(R: np.ndarray, tol: float = QUARTER_SNAP) -> np.ndarray:
+    """R, or the signed permutation matrix (a rotation by quarter turns) it is within tol of, entry by entry."""
+    P = np.round(R)
+    ok = np.all(np.abs(R - P) <= tol) and np.all(np.abs(P).sum(axis=0) == 1) and np.all(np.abs(P).sum(axis=1) == 1)
+    return P + 0.0 if ok and np.linalg.det(P) > 0 else R
 
 
 def quat_to_R(Q: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -785,3 +786,57 @@ def test_mutations_raise_only_located_mech_errors(text):
 @given(mutated(_GRID_ONLY))
 def test_grid_mutations_raise_only_located_mech_errors(text):
     located_or_parsed(text)
+
+
+# ---------------------------------------------------------------- turned joint frames (issue 33)
+
+TURNED = """\
+body a
+  parent base
+  joint revolute {axis}
+  xtree 0 0 0.3
+  {rot}
+  mass 1
+  cg 0.1 0 0
+  inertia 0.01 0.02 0.03 0 0 0
+end
+"""
+
+
+def test_axis_words_and_vectors_normalize_to_unit_axes():
+    for word, want in (("x", [1, 0, 0]), ("-y", [0, -1, 0]), ("-z", [0, 0, -1]), ("0 3 4", [0, 0.6, 0.8]),
+                       ("1e-9 0 -1e-9", [2**-0.5, 0, -(2**-0.5)])):
+        b = parse(TURNED.format(axis=word, rot="")).bodies[0]
+        assert np.allclose(b.axis, want, atol=1e-15) and abs(np.linalg.norm(b.axis) - 1) < 1e-15, word
+
+
+def test_rpy_is_urdfs_fixed_axis_order_and_quat_is_scalar_first():
+    rpy = parse(TURNED.format(axis="z", rot="rpy 0.3 -0.4 1.2")).bodies[0].rot
+    assert np.abs(rpy - Rotation.from_euler("xyz", [0.3, -0.4, 1.2]).as_matrix()).max() < 1e-15
+    x, y, z, w = Rotation.from_euler("xyz", [0.3, -0.4, 1.2]).as_quat()
+    quat = parse(TURNED.format(axis="z", rot=f"quat {w:.17g} {x:.17g} {y:.17g} {z:.17g}")).bodies[0].rot
+    assert np.abs(quat - rpy).max() < 1e-15
+
+
+def test_quarter_turns_are_exact_so_structural_zeros_survive():
+    """URDF files write π/2 to 11 or 17 digits; the rotation they mean is a signed permutation, exactly."""
+    for rot in ("rpy 1.5707963267948966 0 0", "rpy 1.57079632679 0 0", "quat 0.7071067811865476 0.7071067811865476 0 0",
+                "quat 0.7071 0.7071 0 0"):
+        R = parse(TURNED.format(axis="z", rot=rot)).bodies[0].rot
+        assert np.array_equal(R, [[1, 0, 0], [0, 0, -1], [0, 1, 0]]), rot
+    off = parse(TURNED.format(axis="z", rot="rpy 1.5707 0 0")).bodies[0].rot  # 1e-4 rad short: a real angle
+    assert off[1, 1] != 0.0
+
+
+def test_a_turned_floating_body_starts_at_its_attitude():
+    text = TURNED.format(axis="z", rot="rpy 0 0 0.5").replace("joint revolute z", "joint floating")
+    m = parse(text)
+    assert np.allclose(m.q0()[:4], [np.cos(0.25), 0, 0, np.sin(0.25)], atol=1e-15)
+
+
+def test_design_points_read_the_turned_frames():
+    """A distance loop's default length is the anchors' separation at the design pose, where the frame of a body
+    turned a quarter turn about x carries its anchor (0 0.5 0) to base (0, 0, 0.5) above its joint."""
+    text = TURNED.format(axis="z", rot="rpy 1.5707963267948966 0 0") + (
+        "loop rod\n  joint distance\n  pred base\n  succ a\n  anchor_pred 0 0 0\n  anchor_succ 0 0.5 0\nend\n")
+    assert abs(parse(text).loops[0].length - 0.8) < 1e-15
