@@ -4,7 +4,8 @@
     crosscheck chrono <model> [--trials N] [--seed S] [--sim T DT] [--body NAME] [--json]
     crosscheck pinocchio <model> [--derivatives] [--trials N] [--seed S] [--json]
     crosscheck mujoco <model> [--linearize [--eps E]] [--trials N] [--seed S] [--json]
-    crosscheck bench <model> [--peers [--derivatives]] [--repeats N] [--json]
+    crosscheck bench <model> [--peers [--derivatives]] [--unturned] [--repeats N] [--json]
+    crosscheck randmodel SEED [--bodies N] [--floating] [--loops N] [--aligned] [-o FILE]
     crosscheck selftest
     crosscheck report [--history DB] [-o report.html]
     crosscheck golden [--derivatives] [--update] <model>... | --all
@@ -171,6 +172,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from mechdyn.dynamics import Dynamics
 
     model = load_model(args.model)
+    if args.unturned:
+        from crosscheck.randmodel import unturned
+
+        model = unturned(model)
     if args.derivatives and not args.peers:
         raise InputError("bench --derivatives: times the derivatives beside Pinocchio's; add --peers")
     if args.derivatives and (reason := why_not(spanning_tree(model))):
@@ -181,6 +186,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         res = bench_peers(dyn, repeats=args.repeats) if args.peers else bench_dense(dyn, repeats=args.repeats)
     print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
+    return EXIT_PASS
+
+
+def cmd_randmodel(args: argparse.Namespace) -> int:
+    """Write a random mechanism with turned joint frames and axes in any direction (crosscheck/randmodel.py)."""
+    from crosscheck.randmodel import Spec, random_mech
+
+    text = random_mech(args.seed, Spec(bodies=args.bodies, floating=args.floating, loops=args.loops,
+                                       aligned=args.aligned))
+    if args.output:
+        atomic_write(Path(args.output), text)
+        print(f"{args.output}: random mechanism, seed {args.seed}, {args.bodies} bodies")
+    else:
+        sys.stdout.write(text)
     return EXIT_PASS
 
 
@@ -374,8 +393,29 @@ def parser() -> argparse.ArgumentParser:
                    "spanning tree), "
                    "each in a compiled loop over the same 256 states with a checksum check, with instructions per "
                    "call, the derivatives' cost over fwd_dyn's and their agreement with Pinocchio")
+    b.add_argument("--unturned", action="store_true", help="bench the model with every body frame turned onto "
+                   "the base's axes at the design pose (crosscheck/randmodel.py unturned): the same mechanism "
+                   "written without turned joint frames, the baseline of a turned-frame model's figures")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=cmd_bench)
+    rm = sub.add_parser("randmodel", formatter_class=_Formatter,
+                        help="write a random mechanism with turned joint frames (the frames' checks run these)",
+                        description="Write the .mech text of a random mechanism: each joint frame turned by a random "
+                        "rpy or quat, each axis one of x, y, z, -x, -y, -z or an oblique vector, random masses, "
+                        "CGs and inertias, a tsda between consecutive bodies' points, two rsda. --aligned writes "
+                        "the same topology and masses with no rotation and every axis +z. Loops close at the "
+                        "design pose (spherical from the base to a leaf, distance between leaves).",
+                        epilog="examples:\n  crosscheck randmodel 3 --bodies 12 -o turned12.mech\n"
+                        "  crosscheck bench --peers turned12.mech\n"
+                        "  crosscheck randmodel 3 --bodies 12 --aligned -o aligned12.mech\n"
+                        "  crosscheck randmodel 5 --floating --loops 2 | mechdyn info /dev/stdin\n")
+    rm.add_argument("seed", type=seed, help="the random seed")
+    rm.add_argument("--bodies", type=int_range(1, 500), default=6, help="bodies (default 6)")
+    rm.add_argument("--floating", action="store_true", help="a floating root body (default: fixed to the base)")
+    rm.add_argument("--loops", type=int_range(0, 50), default=0, help="loop closures (default 0)")
+    rm.add_argument("--aligned", action="store_true", help="no turned frames, every axis +z")
+    rm.add_argument("-o", "--output", type=output_file, help="write to this file (default: standard output)")
+    rm.set_defaults(func=cmd_randmodel)
     st = sub.add_parser("selftest", help="plant known bugs and show the gates catch every one",
                         description="Copy the package to a scratch directory, plant each known bug in turn (E = R "
                         "instead of its transpose, the inertia's lower-left sign, a dropped loop-Jacobian entry, a "
