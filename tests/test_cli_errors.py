@@ -251,12 +251,27 @@ def test_warnings_are_held_back_not_lost(capsys):
         assert [str(w.message) for w in shown] == ["overflow encountered in a planted multiply"]
 
 
-def test_huge_token_in_a_model_is_cut(tmp_path):
-    """A 200 kB key in a model file: the message names the file and line, and stops at MAX_MESSAGE characters."""
+@pytest.mark.parametrize("tool", [("mechdyn", "info"), ("crosscheck", "dense")])
+def test_huge_token_in_a_model_is_cut(tmp_path, tool):
+    """A 200 kB key in a model file: the message names the file and line, shows the key's start and end and how
+    much of it is left out, keeps what was expected, and fits MAX_MESSAGE characters."""
     bad = tmp_path / "big.mech"
     bad.write_text("body a\n  parent base\n  joint revolute z\n  " + "m" * 200_000 + " 1\nend\n")
-    line = assert_input_error(cli("mechdyn", "info", str(bad)), f"{bad}:4: ")
-    assert len(line) <= MAX_MESSAGE and line.endswith("…"), len(line)
+    line = assert_input_error(cli(*tool, str(bad)), f"{bad}:4: ")
+    assert len(line) <= MAX_MESSAGE, len(line)
+    assert re.fullmatch(re.escape(f"{bad}:4: unknown key '") + r"m+…\[199,9\d\d more\]…m+" + re.escape(
+        "' in body 'a'; expected one of parent, joint, xtree, mass, cg, inertia, fext"), line), line
+
+
+def test_long_path_does_not_cut_the_message(tmp_path):
+    """The cap is on the message after `path:line: `: a deep directory does not cut off what was expected."""
+    deep = tmp_path.joinpath(*["a_rather_long_directory_name"] * 4)
+    deep.mkdir(parents=True)
+    bad = deep / "bad.mech"
+    bad.write_text("body a\n  parent base\n  joint revolute z\n  mas 1\nend\n")
+    line = assert_input_error(cli("mechdyn", "info", str(bad)))
+    assert line == (f"{bad}:4: unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, mass, cg, "
+                    "inertia, fext (did you mean 'mass'?)") and len(line) > MAX_MESSAGE
 
 
 def test_huge_argument_is_cut():

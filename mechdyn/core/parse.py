@@ -757,6 +757,8 @@ def _closed(model: Model, q: np.ndarray) -> np.ndarray:
 
 def load_model(spec: str | os.PathLike[str]) -> Model:
     """Load a `.mech` file, or a model of the repository's models/ directory by bare name."""
+    from .errors import capped, listed
+
     given = Path(spec)
     if given.is_file():
         return _load(given, str(spec))
@@ -764,8 +766,8 @@ def load_model(spec: str | os.PathLike[str]) -> Model:
     if str(spec) == given.name and named.is_file():
         return _load(named, _display(named))
     names = sorted(p.stem for p in MODELS_DIR.glob("*.mech"))
-    raise ModelNotFound(f"no model file or model name '{spec}'; expected a path to a .mech file or one of: "
-                        f"{', '.join(names) or '(models/ is empty)'}{_hint(str(spec), names)}")
+    raise ModelNotFound(capped(f"no model file or model name '{spec}'; expected a path to a .mech file or one of: "
+                               f"{listed(names, 8) or '(models/ is empty)'}{_hint(str(spec), names)}"))
 
 
 def _display(p: Path) -> str:

@@ -663,6 +663,35 @@ def test_mech_error_pickles():
     assert (e.path, e.line, e.msg, str(e)) == ("m.mech", 3, "bad", "m.mech:3: bad")
 
 
+# ---------------------------------------------------------------- long messages
+
+
+def test_capped_messages_clip_words_and_fit():
+    from mechdyn.core.errors import MAX_MSG, capped, clip, listed
+
+    assert capped("short  and\nplain") == "short and plain" and clip("x" * 80) == "x" * 80
+    assert clip("'" + "m" * 200_000 + "'") == "'" + "m" * 52 + "…[199,936 more]…" + "m" * 12 + "'"
+    assert listed(["a", "b"]) == "a, b" and listed(range(12), 3) == "0, 1, 2 and 9 others"
+    assert listed(range(4), 3) == "0, 1, 2 and 1 other"
+    two = capped(f"loop '{'a' * 5000}' and loop '{'b' * 5000}' " + "filler " * 20 + "; expected x")
+    assert len(two) <= MAX_MSG and two.endswith("; expected x") and "[4,9" in two and " … " not in two
+    wall = capped("word " * 200 + "expected the end")
+    assert len(wall) == MAX_MSG and wall.startswith("word word") and wall.endswith("expected the end")
+    key = "'" + "k" * 200_000 + "'"
+    assert MechError("m.mech", 2, f"unknown key {key}").msg == f"unknown key {clip(key)}"
+
+
+def test_model_not_found_lists_a_few_names(tmp_path, monkeypatch):
+    for k in range(40):
+        (tmp_path / f"model{k:02d}.mech").write_text(BODY_A)
+    monkeypatch.setattr(parse_module, "MODELS_DIR", tmp_path)
+    with pytest.raises(ModelNotFound) as e:
+        load_model("modl07" + "z" * 200)
+    assert len(str(e.value)) <= 300
+    assert re.fullmatch(r"no model file or model name 'modl07z+…\[143 more\]…z+'; expected a path to a \.mech "
+                        r"file or one of: model00, model01, .*, model07 and 32 others", str(e.value)), str(e.value)
+
+
 # ---------------------------------------------------------------- load_model
 
 
