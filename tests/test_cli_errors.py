@@ -212,6 +212,44 @@ def test_report_good_history_still_renders(tmp_path):
     assert r.returncode == 0 and "1 failed" in r.stdout, r.stderr
 
 
+# -- models the parser used to accept and that failed later (issue 33) ----------------------------
+
+PIN_LOOP = "\nloop pin\n  joint distance\n  pred base\n  succ crank\n  anchor_pred 0 0 0\n  anchor_succ 0 0.05 0\nend\n"
+REDUNDANT = "constrains nothing the tree's joints and earlier loops leave free"
+BAD_MODELS = {  # name: (model, text replaced, replacement, text appended, line, message)
+    # was `ZeroDivisionError: generated code would divide by a structural zero` (mechdyn info)
+    "tsda points coincide": (
+        "springpend", "poi hook base 0.4 0 1.0", "poi hook base 0 0 0.6", "", 57,
+        "tsda 'spring' joins poi 'hook' and poi 'eye', which coincide at the design pose (at 0 0 0.6); expected them "
+        "more than 1e-09 m apart there: a spring of zero length has no direction"),
+    # was the same ZeroDivisionError, from the articulated-body route's A = K H⁻¹ Kᵀ
+    "point-on-line axis across the band": (
+        "band63", "  axis y\n", "  axis -1 0 0\n", "", 658,
+        f"loop 'band' (point-on-line) is redundant at the design pose: its row 2 of 2 (w·d) {REDUNDANT} (rank(K) 1 "
+        "< nc 2); expected independent rows (check its axis, anchor_pred and anchor_succ)"),
+    # was `structural zero pivot at constraint row 1: ...` without a file or line
+    "distance loop along a joint axis": (
+        "slidercrank", "", "", PIN_LOOP, 71,
+        f"loop 'pin' (distance) is redundant at the design pose: its row 1 of 1 ((d·d − L²)/2) {REDUNDANT} (rank(K) "
+        "1 < nc 2); expected independent rows (its length must change as the joints move: check anchor_pred and "
+        "anchor_succ)"),
+}
+
+
+@pytest.mark.parametrize("tool", [("mechdyn", "info"), ("crosscheck", "dense")])
+@pytest.mark.parametrize("case", BAD_MODELS)
+def test_model_bad_at_its_design_pose_is_one_located_line(tmp_path, case, tool):
+    name, old, new, extra, line, msg = BAD_MODELS[case]
+    text = (MODELS / f"{name}.mech").read_text()
+    assert old in text
+    bad = tmp_path / f"{name}.mech"
+    bad.write_text(text.replace(old, new) + extra)
+    cache = tmp_path / "cache"
+    r = cli(*tool, str(bad), *(["--trials", "5"] if tool[0] == "crosscheck" else []), env={"MECHDYN_CACHE": str(cache)})
+    assert assert_input_error(r) == f"{bad}:{line}: {msg}"
+    assert r.stdout == "" and not cache.exists()  # refused at the load, before any work
+
+
 # -- warnings and long messages -------------------------------------------------------------------
 
 def test_no_numpy_warning_before_an_input_error(tmp_path):
