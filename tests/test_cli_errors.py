@@ -3,6 +3,7 @@
 Each case runs the console script in a subprocess, as a user would, and checks
 the whole of stderr: exactly one line, no "Traceback", no numpy warning.
 """
+import importlib
 import io
 import os
 import re
@@ -21,6 +22,8 @@ from tests.conftest import in_pty
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 MAX_MESSAGE = 300  # mechdyn.cliutil.MAX_MESSAGE, written out so that this file runs against older trees too
+# what an unknown key in a body block is told to be one of (the package's `parse` shadows the submodule)
+BODY_KEYS = ", ".join(importlib.import_module("mechdyn.core.parse")._BODY)
 
 
 def cli(tool: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -298,7 +301,7 @@ def test_huge_token_in_a_model_is_cut(tmp_path, tool):
     line = assert_input_error(cli(*tool, str(bad)), f"{bad}:4: ")
     assert len(line) <= MAX_MESSAGE, len(line)
     assert re.fullmatch(re.escape(f"{bad}:4: unknown key '") + r"m+…\[199,9\d\d more\]…m+" + re.escape(
-        "' in body 'a'; expected one of parent, joint, xtree, mass, cg, inertia, fext"), line), line
+        f"' in body 'a'; expected one of {BODY_KEYS}"), line), line
 
 
 def test_long_path_does_not_cut_the_message(tmp_path):
@@ -308,8 +311,8 @@ def test_long_path_does_not_cut_the_message(tmp_path):
     bad = deep / "bad.mech"
     bad.write_text("body a\n  parent base\n  joint revolute z\n  mas 1\nend\n")
     line = assert_input_error(cli("mechdyn", "info", str(bad)))
-    assert line == (f"{bad}:4: unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, mass, cg, "
-                    "inertia, fext (did you mean 'mass'?)") and len(line) > MAX_MESSAGE
+    assert line == f"{bad}:4: unknown key 'mas' in body 'a'; expected one of {BODY_KEYS} (did you mean 'mass'?)"
+    assert len(line) > MAX_MESSAGE
 
 
 def test_huge_argument_is_cut():
