@@ -25,6 +25,7 @@ from crosscheck.checks import Check
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, float_range, int_range, load_model,
                              output_file, positive_float, run, seed, sim_steps, trials)
 from mechdyn.codegen.derivs import MAX_NV
+from mechdyn.core.errors import clip, listed
 
 
 def _report(model_name: str, checks: list[Check], as_json: bool, extra: dict | None = None) -> int:
@@ -72,7 +73,8 @@ def cmd_chrono(args: argparse.Namespace) -> int:
 
     model = load_model(args.model)
     if args.body is not None and args.body not in [b.name for b in model.bodies]:
-        raise InputError(f"{model.name} has no body {args.body!r}; its bodies: {', '.join(b.name for b in model.bodies)}")
+        raise InputError(f"{model.name} has no body '{clip(args.body)}'; its bodies: "
+                         f"{listed((b.name for b in model.bodies), 8)}")
     dyn = Dynamics(model, progress=True)
     if model.ground is not None and not args.json:
         print(f"{model.name}: note: the ground block ({model.path}:{model.ground.line}) is left out on both sides: "
@@ -83,7 +85,7 @@ def cmd_chrono(args: argparse.Namespace) -> int:
         raise InputError("--alpha is HHT's: add --scheme hht")
     args.alpha = sim.HHT_ALPHA if args.alpha is None else args.alpha
     if args.scheme == "hht" and model.rsdas:
-        raise InputError(f"--scheme hht: {model.name}'s rsda elements ({', '.join(e.name for e in model.rsdas)}) are "
+        raise InputError(f"--scheme hht: {model.name}'s rsda elements ({listed(e.name for e in model.rsdas)}) are "
                          "torques written into Chrono before each step and held over it, a first-order force: the "
                          "pair could not be second order; compare them with --scheme euler")
     if args.sim is None:

@@ -17,14 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mechdyn.core.errors import MechWarning
+from mechdyn.core.errors import MechError, MechWarning, clip
 from mechdyn.sim.run import MAX_STEPS, step_count
 
 if TYPE_CHECKING:
     from mechdyn.core.model import Model
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
-MAX_MESSAGE = 300  # characters of an error line; a 200 kB token in the input must not flood the terminal
+MAX_MESSAGE = 300  # characters of an error line (a model file's: of its message, after `path:line: `); a 200 kB
+# token in the input must not flood the terminal
 MAX_TRIALS = 1_000_000  # validation states are all kept in memory, a few kB each for the largest models
 MAX_SEED = 2**32 - 1
 
@@ -47,7 +48,16 @@ def one_line(message: str) -> str:
 
 
 def _describe(e: BaseException) -> str:
-    """What run prints for an expected error."""
+    """What run prints for an expected error: a model file's as `path:line: msg` in full (its msg is capped
+    already, mechdyn.core.errors.capped, and a long path must not cut off what was expected), any other cut to
+    MAX_MESSAGE characters by one_line."""
+    if isinstance(e, MechError):
+        return f"{clip(e.path, 300)}:{e.line}: {e.msg}"
+    return one_line(_said(e))
+
+
+def _said(e: BaseException) -> str:
+    """An expected error other than a model file's, in words."""
     if isinstance(e, OSError) and e.filename is not None and e.strerror:
         return f"{e.filename}: {e.strerror}"  # not "[Errno 13] Permission denied: '...'"
     if isinstance(e, MemoryError):
@@ -80,7 +90,7 @@ def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -
                 return EXIT_PASS
             except (InputError, ValueError, NotImplementedError, OSError, sqlite3.Error, MemoryError) as e:
                 show = False
-                print(one_line(_describe(e)), file=sys.stderr)
+                print(_describe(e), file=sys.stderr)
                 return EXIT_INPUT
     finally:
         if show:
@@ -98,7 +108,7 @@ def load_model(spec: str) -> Model:
     try:
         return load(spec)
     except OSError as e:
-        raise InputError(f"{spec}: cannot read the model file: {e.strerror or e}") from None
+        raise InputError(f"{clip(spec, 200)}: cannot read the model file: {e.strerror or e}") from None
 
 
 def _number(text: str, kind: type, expected: str) -> float | int:

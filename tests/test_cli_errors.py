@@ -3,6 +3,7 @@
 Each case runs the console script in a subprocess, as a user would, and checks
 the whole of stderr: exactly one line, no "Traceback", no numpy warning.
 """
+import importlib
 import io
 import os
 import re
@@ -21,6 +22,8 @@ from tests.conftest import in_pty
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 MAX_MESSAGE = 300  # mechdyn.cliutil.MAX_MESSAGE, written out so that this file runs against older trees too
+# what an unknown key in a body block is told to be one of (the package's `parse` shadows the submodule)
+BODY_KEYS = ", ".join(importlib.import_module("mechdyn.core.parse")._BODY)
 
 
 def cli(tool: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -212,6 +215,44 @@ def test_report_good_history_still_renders(tmp_path):
     assert r.returncode == 0 and "1 failed" in r.stdout, r.stderr
 
 
+# -- models the parser used to accept and that failed later (issue 33) ----------------------------
+
+PIN_LOOP = "\nloop pin\n  joint distance\n  pred base\n  succ crank\n  anchor_pred 0 0 0\n  anchor_succ 0 0.05 0\nend\n"
+REDUNDANT = "constrains nothing the tree's joints and earlier loops leave free"
+BAD_MODELS = {  # name: (model, text replaced, replacement, text appended, line, message)
+    # was `ZeroDivisionError: generated code would divide by a structural zero` (mechdyn info)
+    "tsda points coincide": (
+        "springpend", "poi hook base 0.4 0 1.0", "poi hook base 0 0 0.6", "", 57,
+        "tsda 'spring' joins poi 'hook' and poi 'eye', which coincide at the design pose (at 0 0 0.6); expected them "
+        "more than 1e-09 m apart there: a spring of zero length has no direction"),
+    # was the same ZeroDivisionError, from the articulated-body route's A = K H⁻¹ Kᵀ
+    "point-on-line axis across the band": (
+        "band63", "  axis y\n", "  axis -1 0 0\n", "", 658,
+        f"loop 'band' (point-on-line) is redundant at the design pose: its row 2 of 2 (w·d) {REDUNDANT} (rank(K) 1 "
+        "< nc 2); expected independent rows (check its axis, anchor_pred and anchor_succ)"),
+    # was `structural zero pivot at constraint row 1: ...` without a file or line
+    "distance loop along a joint axis": (
+        "slidercrank", "", "", PIN_LOOP, 71,
+        f"loop 'pin' (distance) is redundant at the design pose: its row 1 of 1 ((d·d − L²)/2) {REDUNDANT} (rank(K) "
+        "1 < nc 2); expected independent rows (its length must change as the joints move: check anchor_pred and "
+        "anchor_succ)"),
+}
+
+
+@pytest.mark.parametrize("tool", [("mechdyn", "info"), ("crosscheck", "dense")])
+@pytest.mark.parametrize("case", BAD_MODELS)
+def test_model_bad_at_its_design_pose_is_one_located_line(tmp_path, case, tool):
+    name, old, new, extra, line, msg = BAD_MODELS[case]
+    text = (MODELS / f"{name}.mech").read_text()
+    assert old in text
+    bad = tmp_path / f"{name}.mech"
+    bad.write_text(text.replace(old, new) + extra)
+    cache = tmp_path / "cache"
+    r = cli(*tool, str(bad), *(["--trials", "5"] if tool[0] == "crosscheck" else []), env={"MECHDYN_CACHE": str(cache)})
+    assert assert_input_error(r) == f"{bad}:{line}: {msg}"
+    assert r.stdout == "" and not cache.exists()  # refused at the load, before any work
+
+
 # -- warnings and long messages -------------------------------------------------------------------
 
 def test_no_numpy_warning_before_an_input_error(tmp_path):
@@ -251,12 +292,27 @@ def test_warnings_are_held_back_not_lost(capsys):
         assert [str(w.message) for w in shown] == ["overflow encountered in a planted multiply"]
 
 
-def test_huge_token_in_a_model_is_cut(tmp_path):
-    """A 200 kB key in a model file: the message names the file and line, and stops at MAX_MESSAGE characters."""
+@pytest.mark.parametrize("tool", [("mechdyn", "info"), ("crosscheck", "dense")])
+def test_huge_token_in_a_model_is_cut(tmp_path, tool):
+    """A 200 kB key in a model file: the message names the file and line, shows the key's start and end and how
+    much of it is left out, keeps what was expected, and fits MAX_MESSAGE characters."""
     bad = tmp_path / "big.mech"
     bad.write_text("body a\n  parent base\n  joint revolute z\n  " + "m" * 200_000 + " 1\nend\n")
-    line = assert_input_error(cli("mechdyn", "info", str(bad)), f"{bad}:4: ")
-    assert len(line) <= MAX_MESSAGE and line.endswith("…"), len(line)
+    line = assert_input_error(cli(*tool, str(bad)), f"{bad}:4: ")
+    assert len(line) <= MAX_MESSAGE, len(line)
+    assert re.fullmatch(re.escape(f"{bad}:4: unknown key '") + r"m+…\[199,9\d\d more\]…m+" + re.escape(
+        f"' in body 'a'; expected one of {BODY_KEYS}"), line), line
+
+
+def test_long_path_does_not_cut_the_message(tmp_path):
+    """The cap is on the message after `path:line: `: a deep directory does not cut off what was expected."""
+    deep = tmp_path.joinpath(*["a_rather_long_directory_name"] * 4)
+    deep.mkdir(parents=True)
+    bad = deep / "bad.mech"
+    bad.write_text("body a\n  parent base\n  joint revolute z\n  mas 1\nend\n")
+    line = assert_input_error(cli("mechdyn", "info", str(bad)))
+    assert line == f"{bad}:4: unknown key 'mas' in body 'a'; expected one of {BODY_KEYS} (did you mean 'mass'?)"
+    assert len(line) > MAX_MESSAGE
 
 
 def test_huge_argument_is_cut():

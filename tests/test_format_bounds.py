@@ -198,6 +198,64 @@ def test_generator_names_the_loop_line():
         generate(bad)  # an OverflowError from squaring the length on e292858
 
 
+# ---------------------------------------------------------------- the generator's structural zeros
+#
+# A Model built in Python skips the load's design-pose checks (parse.py _check_design_pose); what they refuse
+# and what the generator folds to an exact zero divisor is a GenerationError at the element's line, not a bare
+# ZeroDivisionError or an unlocated ValueError (issue 33).
+
+
+def test_builder_division_by_a_structural_zero_is_located():
+    b = Builder(path="x.mech")
+    with b.at("x.mech", 7, "loop 'l'"), pytest.raises(
+            GenerationError, match=r"^x\.mech:7: loop 'l' makes the generated code divide by a quantity that is zero "
+                                   r"in every state \(a structural zero\); expected"):
+        b.div(Sym("q[0]"), 0.0)
+    with pytest.raises(GenerationError, match=r"^x\.mech:1: the model makes the generated code divide"):
+        b.div(1.0, 0.0)
+
+
+def test_generator_refuses_a_tsda_whose_points_coincide():
+    m = load_model("models/springpend.mech")
+    hook, eye = m.pois[:2]
+    bad = dc.replace(m, pois=(hook, dc.replace(eye, body=hook.body, pos=hook.pos), *m.pois[2:]))
+    with pytest.raises(GenerationError) as e:
+        generate(bad)
+    assert str(e.value) == (f"models/springpend.mech:{m.tsdas[0].line}: tsda 'spring' joins poi 'hook' and poi 'eye', "
+                            "which coincide in every pose; expected two points apart: a spring of zero length has no "
+                            "direction")
+
+
+def with_loop(m, lp):
+    from mechdyn.core.model import Loop
+
+    return dc.replace(m, loops=(*m.loops, Loop(**lp)))
+
+
+PIN = dict(name="pin", joint="distance", pred=-1, succ=0, anchor_pred=np.zeros(3), anchor_succ=np.array([0, 0.05, 0]),
+           axis=None, length=0.05, line=99)  # base to the crank, on its joint axis: a length that never changes
+
+
+@pytest.mark.parametrize("what", ["aba", "kkt", "derivatives"])
+def test_generator_refuses_redundant_loop_rows_at_the_loop_line(what):
+    """The articulated-body route's A = K H⁻¹ Kᵀ (band63, a deep chain, built first) and the KKT solve of the
+    CRBA route and of the derivatives meet the redundant row as a pivot that folds to 0."""
+    from mechdyn.codegen.generate import derivatives_unit
+
+    if what == "aba":
+        m = load_model("models/band63.mech")
+        (band,) = m.loops
+        bad = dc.replace(m, loops=(dc.replace(band, axis=np.array([-1.0, 0, 0])),))
+        line, name, row, want = band.line, "band", 1, "point-on-line"
+    else:
+        bad, line, name, row, want = with_loop(load_model("models/slidercrank.mech"), PIN), 99, "pin", 1, "distance"
+    with pytest.raises(GenerationError) as e:
+        (derivatives_unit if what == "derivatives" else generate)(bad)
+    assert str(e.value).startswith(f"{bad.path}:{line}: loop '{name}' ({want}) gives a structural zero pivot at "
+                                   f"constraint row {row}: its rows repeat constraints of the tree's joints or of "
+                                   "other loops in every pose"), str(e.value)
+
+
 def test_a_long_literal_is_shortened_in_the_message():
     with pytest.raises(MechError) as e:
         parse_edit(THREELINK, "mass 2.269", "mass 1" + "0" * 400)

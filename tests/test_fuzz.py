@@ -169,6 +169,83 @@ def test_planted_missing_bounds_trip_both_properties(monkeypatch):
         forward_outcome(heavy)
 
 
+# ---------------------------------------------------------------- long input, short messages
+
+
+LONG = 20_000  # far past any message's cap; the issue's 200 kB token is the case below
+LONG_TOKENS = {"name": "_" + "x" * LONG, "zero": "0." + "0" * LONG + "1", "overflow": "1" + "0" * LONG,
+               "non-ASCII": "é" * LONG}
+
+
+def short_located(text: str, path: str = "fuzz.mech") -> Model | MechError:
+    """The Model or the located MechError (as parse_outcome), with every message, errors and the load's warnings,
+    within MAX_MSG characters (path excluded)."""
+    from mechdyn.core.errors import MAX_MSG
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        try:
+            got = parse(text, path)
+        except MechError as e:
+            assert 1 <= e.line <= text.count("\n") + 1 and str(e).startswith(f"{path}:{e.line}: "), str(e)[:400]
+            got = e
+    for m in [got.msg] if isinstance(got, MechError) else []:
+        assert len(m) <= MAX_MSG and "\n" not in m, (len(m), m[:400])
+    for w in shown:
+        assert len(str(w.message)) <= MAX_MSG, (len(str(w.message)), str(w.message)[:400])
+    return got
+
+
+@pytest.mark.parametrize("kind", LONG_TOKENS)
+def test_every_token_made_long_gives_a_short_message(kind):
+    """Each token of every source file in turn replaced by a 20 kB one: the message names the token by its start,
+    its end and the count left out."""
+    for path in SOURCES + ["models/track_min.mech"]:
+        lines = (ROOT / path).read_text().split("\n")
+        for ln, line in enumerate(lines):
+            toks = line.split("#")[0].split()
+            for k in range(len(toks)):
+                new = " ".join(toks[:k] + [LONG_TOKENS[kind]] + toks[k + 1:])
+                got = short_located("\n".join(lines[:ln] + [new] + lines[ln + 1:]))
+                if isinstance(got, MechError) and got.line == ln + 1 and kind != "zero":
+                    assert "more]…" in got.msg or "..." in got.msg, got.msg  # the token is echoed, clipped
+
+
+@pytest.mark.parametrize("edit", ["fields", "repeated key", "renamed"])
+def test_huge_lines_and_names_give_short_messages(edit):
+    """A line with 5000 extra fields, a key repeated 5000 times, and every name of a file made 20 kB long (valid,
+    so the messages that name them come from assembly and the design pose too), each file broken once more."""
+    rnd = random.Random(33)
+    for path in SOURCES + ["models/track_min.mech", "tests/data/loopzoo.mech"]:
+        text = (ROOT / path).read_text()
+        lines = text.split("\n")
+        for ln, line in enumerate(lines):
+            if not line.split("#")[0].split():
+                continue
+            if edit == "fields":
+                lines2 = lines[:ln] + [line.split("#")[0] + " 1" * 5000] + lines[ln + 1:]
+            elif edit == "repeated key":
+                lines2 = lines[:ln] + [line] * 5000 + lines[ln + 1:]
+            else:
+                continue
+            short_located("\n".join(lines2))
+        if edit == "renamed":
+            for name in set(re.findall(r"^(?:body|loop|tsda|rsda|track|poi)\s+(\S+)", text, re.M)):
+                long = name + "_" * LONG
+                renamed = re.sub(r"(?<![\w.-])" + re.escape(name) + r"(?![\w.-])", long, text)
+                short_located(renamed)
+                short_located(mutate(renamed, rnd))
+
+
+def test_the_issue_200137_character_message_is_short():
+    """Issue 33's longest: a 200 kB number as a key of a track block, 200,137 characters of message."""
+    bad = (ROOT / "models/track_min.mech").read_text().replace("  root ", "  0." + "0" * 199_998 + "1 root ", 1)
+    got = short_located(bad)
+    assert isinstance(got, MechError) and got.msg.startswith("unknown key '0.0000") and "[199,9" in got.msg, got.msg
+    assert got.msg.endswith("expected one of root, plane, shoes, pitch, mass, cg, inertia, fext, roller, pad, "
+                            "thickness, kn, kt, mu")
+
+
 # ---------------------------------------------------------------- the command line
 
 

@@ -30,7 +30,8 @@ from .elements import element_forces
 from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
 from .loops import Wrench
-from .ltdl import ltdl_forward
+from .kkt import zero_pivot
+from .ltdl import ltdl_factor, ltdl_forward, ltdl_solve
 from .rnea import body_forces
 from .sspatial import Mat3, Rbi, Vec3, Vec6, mm, transpose, xf_force_T, xf_motion
 
@@ -260,7 +261,9 @@ def loop_solve(b: Builder, kin: TreeKinematics, art: Articulated, rhs: list[Val]
     w = [weighted(b, kin, art, u) for u in uK]
     A = {(r, s): inner(b, w[r], uK[s]) for r in range(len(rows)) for s in range(r + 1)}
     e = [b.sub(r.k, inner(b, wr, u0)) for wr, r in zip(w, rows)]
-    lam = ltdl_forward(b, A, list(range(-1, len(rows) - 1)), e, [])
+    chain = list(range(-1, len(rows) - 1))  # A is dense: its parent array is a chain
+    L, Dinv = ltdl_factor(b, A, chain, zero=lambda r: zero_pivot(kin.model, ("c", r)))
+    lam = ltdl_solve(b, L, Dinv, chain, e)
     return forward_pass(b, kin, art, [corrected(b, u0, uK, lam)])[0]
 
 

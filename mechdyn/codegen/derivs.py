@@ -97,7 +97,8 @@ def derivatives_builder(model: Model) -> tuple[Builder, dict[str, list[list[Val]
         order = kkt.elimination_order(model)
 
         def solve(rhs: list[Val], k: list[Val]) -> list[Val]:
-            return kkt.kkt_solve(b, s.H, [(K, kr) for (K, _), kr in zip(s.rows, k)], rhs, order, multipliers=True)
+            return kkt.kkt_solve(b, s.H, [(K, kr) for (K, _), kr in zip(s.rows, k)], rhs, order, multipliers=True,
+                                 model=model)
     else:
         tree = ltdl_solver(b, s.H, expanded_parents(model), floating_blocks(model))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import BASE, Model, Tsda
 
-from .expr import Builder, Sym, Val
+from .expr import Builder, GenerationError, Sym, Val
 from .kinematics import TreeKinematics
 from .sspatial import Vec3, cross, vsub, xf_force
 
@@ -32,6 +32,10 @@ def tsda_state(b: Builder, kin: TreeKinematics, e: Tsda) -> TsdaState:
     B, vB = kin.point(va.body, [float(x) for x in va.pos])
     rho = vsub(b, B, A)
     l = b.sqrt(b.dot(rho, rho))
+    if l == 0.0:  # the same point of one body, or of the base: the parser refuses it at the design pose
+        raise GenerationError(kin.model.path, e.line, f"tsda '{e.name}' joins poi '{pa.name}' and poi '{va.name}', "
+                              "which coincide in every pose; expected two points apart: a spring of zero length has "
+                              "no direction")
     return TsdaState(rho, l, b.div(b.dot(rho, vsub(b, vB, vA)), l))
 
 

@@ -273,8 +273,11 @@ class Builder:
 
     def div(self, a: Val, b: Val) -> Val:
         if isinstance(b, float):
-            if b == 0.0:
-                raise ZeroDivisionError("generated code would divide by a structural zero")
+            if b == 0.0:  # a divisor that folded to 0: every state would divide by zero
+                path, line, what = self.where
+                raise GenerationError(path, line, f"{what or 'the model'} makes the generated code divide by a "
+                                      "quantity that is zero in every state (a structural zero); expected no "
+                                      "degenerate element (a tsda's points apart, a loop's rows independent)")
             return self.mul(a, 1.0 / b) if isinstance(a, Sym) else a / b
         if a == 0.0:
             return 0.0

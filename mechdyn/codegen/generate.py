@@ -66,7 +66,7 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
         qdd = (loop_solve(b, s.kin, s.art, s.rhs, s.bias, s.rows) if s.rows
                else apply_Hinv(b, s.kin, s.art, [s.rhs], [list(enumerate(s.bias))])[0])
     elif s.rows:
-        qdd = kkt.kkt_solve(b, s.H, s.rows, s.rhs, kkt.elimination_order(model))
+        qdd = kkt.kkt_solve(b, s.H, s.rows, s.rhs, kkt.elimination_order(model), model=model)
     else:
         qdd = ltdl_forward(b, s.H, expanded_parents(model), s.rhs, floating_blocks(model), eager)
     for i, x in enumerate(qdd):

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechdyn.core.loops import closure
+from mechdyn.core.loops import closure, loop_of_row
 from mechdyn.core.model import Model
 
-from .expr import Builder, Val
+from .expr import Builder, GenerationError, Val
 from .loops import Row
 
 
@@ -85,10 +85,33 @@ def elimination_order(model: Model) -> list[Pivot]:
     return free + pivots + [("v", s) for s in sorted(hub_slots, reverse=True)] + [("c", r) for r in sorted(waiting)]
 
 
+def zero_pivot(model: Model | None, pivot: Pivot) -> ValueError:
+    """The error for a pivot that folded to 0 (a structural zero): a GenerationError at the loop whose row it is,
+    or at the body whose coordinate it is, when the model is known; else a ValueError naming the pivot."""
+    kind, idx = pivot
+    what = "constraint row" if kind == "c" else "coordinate"
+    said = f"structural zero pivot at {what} {idx}"
+    if model is None:
+        return ValueError(f"{said}: the rows are redundant or the elimination order is wrong (close planar loops "
+                          "with point-on-line, not revolute)")
+    if kind == "c":
+        lp = loop_of_row(model, idx)
+        return GenerationError(model.path, lp.line, f"loop '{lp.name}' ({lp.joint}) gives a {said}: its rows "
+                                                    "repeat constraints of the tree's joints or of other loops in "
+                                                    "every pose (or the elimination order is wrong); expected "
+                                                    "independent rows (close planar loops with point-on-line, not "
+                                                    "revolute)")
+    i = next(i for i in range(model.nbody) if model.vidx[i] <= idx < model.vidx[i] + model.bodies[i].nv)
+    bd = model.bodies[i]
+    return GenerationError(model.path, bd.line, f"body '{bd.name}' gives a {said}: its joint moves no mass, or the "
+                                                "elimination order is wrong; expected a mass matrix with no zero pivot")
+
+
 def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: list[Val],
-              order: list[Pivot], multipliers: bool = False) -> list[Val]:
+              order: list[Pivot], multipliers: bool = False, model: Model | None = None) -> list[Val]:
     """qdd from the KKT system, by LDLᵀ in `order` (lower-triangle dict H, rows as from loop_rows); with
-    `multipliers`, qdd followed by μ, one per row."""
+    `multipliers`, qdd followed by μ, one per row. A structural zero pivot is an error (zero_pivot) located in
+    `model`, when given."""
     nv = len(rhs)
     pos = {node: p for p, node in enumerate(order)}
     at = lambda kind, idx: pos[kind, idx]  # noqa: E731
@@ -113,9 +136,7 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
         col = {i: v for i, ts in sorted(T[k].items()) if (v := b.sum(*ts)) != 0.0}
         d = col.pop(k, 0.0)
         if d == 0.0:
-            what = "constraint row" if kind == "c" else "coordinate"
-            raise ValueError(f"structural zero pivot at {what} {idx}: the rows are redundant or the elimination "
-                             "order is wrong (close planar loops with point-on-line, not revolute)")
+            raise zero_pivot(model, (kind, idx))
         dinv = b.div(1.0, d)
         below = list(col)
         Lk: dict[int, Val] = {}

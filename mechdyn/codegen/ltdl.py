@@ -74,12 +74,13 @@ def update_entry(b: Builder, entry: list[Val], update: Val, eager: bool) -> None
         entry.append(update)
 
 
-def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
-                eager: bool = False) -> tuple[dict[tuple[int, int], Val], list[Val]]:
+def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int], eager: bool = False,
+                zero: Callable[[int], Exception] | None = None) -> tuple[dict[tuple[int, int], Val], list[Val]]:
     """H = Lᵀ D L: returns L's strictly-lower entries and 1/D. An entry's updates from the rows below it are
     summed when its row is reached (Builder.sum), so a late H entry waits for one addition; or, if `eager`,
     subtracted as they come, one running value per entry, for a function that keeps the emitted order (more
-    than schedule.WHOLE statements), where collected updates would stay live from their products to their sum."""
+    than schedule.WHOLE statements), where collected updates would stay live from their products to their sum.
+    A pivot k that folds to 0 raises zero(k), when given (else Builder.div's error, at the builder's statement)."""
     terms: dict[tuple[int, int], list[Val]] = {ij: [h] for ij, h in H.items()}
     L: dict[tuple[int, int], Val] = {}
     n = len(lam)
@@ -90,6 +91,8 @@ def ltdl_factor(b: Builder, H: dict[tuple[int, int], Val], lam: list[int],
         while j != -1:
             row[j] = b.sum(*terms[k, j])
             j = lam[j]
+        if row[k] == 0.0 and zero is not None:
+            raise zero(k)
         Dinv[k] = b.div(1.0, row[k])
         i = lam[k]
         while i != -1:

@@ -152,3 +152,34 @@ def rank_deficiency(model: Model, K: np.ndarray) -> str | None:
                     f"constraints, so close planar loops with point-on-line, not revolute")
         row = upto
     return f"{model.path}: rank(K) < nc = {nc}"
+
+
+RANK_TOL = 1e-9  # a row is redundant when what it adds to the rows before it is below this share of its terms' size
+
+
+def redundant_rows(model: Model, q: np.ndarray) -> tuple[list[int], int]:
+    """The rows of K at q that add nothing to the rows before them, in order, and rank(K).
+
+    Row k is redundant when its part orthogonal to rows 0..k−1 (Gram–Schmidt, reorthogonalized) is within
+    RANK_TOL of the size of the terms its entries sum, Σ |T|·|dJ|: the scale of their round-off, so the test
+    does not depend on the model's units or size. A row the tree's joints cannot move (a point-on-line axis
+    along the only direction the loop leaves free, a distance the joints cannot change) is zero and so
+    redundant; so is one that repeats the rows before it (a planar loop closed by a revolute)."""
+    kin = forward_kinematics(model, q)
+    basis: list[np.ndarray] = []
+    redundant: list[int] = []
+    k = 0
+    for lp in model.loops:
+        dJ = body_jacobian(model, kin, lp.succ) - (body_jacobian(model, kin, lp.pred) if lp.pred != BASE else 0.0)
+        for r in loop_rows(model, kin, lp):
+            row, size = r.T @ dJ, float(np.linalg.norm(np.abs(r.T) @ np.abs(dJ)))
+            for _ in range(2):  # twice is enough (Kahan's rule), once loses orthogonality on near-parallel rows
+                for e in basis:
+                    row = row - (e @ row) * e
+            norm = float(np.linalg.norm(row))
+            if norm <= RANK_TOL * size or not np.isfinite(norm):
+                redundant.append(k)
+            else:
+                basis.append(row / norm)
+            k += 1
+    return redundant, len(basis)

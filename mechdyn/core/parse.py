@@ -765,17 +765,78 @@ def parse(text: str, path: str = "<string>", name: str | None = None, assemble: 
 
 def assemble_model(model: Model) -> Model:
     """The model with its track bands expanded into bodies (mechdyn/core/tracks.py) and its design pose closed
-    onto the loop constraints (a no-op without loops or tracks).
+    onto the loop constraints (without loops or tracks, the model itself), checked there (_check_design_pose).
 
     The written bodies are assembled first, so the rollers are located where their own loops put them; the
     bands are then laid around them and the whole pose is closed once more, to round-off."""
-    if not model.loops and not model.tracks:
-        return model
-    q = _closed(model, model.q0())
-    if not model.bands_expanded:
-        model, q = expand_tracks(model, q)
-        q = _closed(model, q)
-    return replace(model, q_design=q)
+    if model.loops or model.tracks:
+        q = _closed(model, model.q0())
+        if not model.bands_expanded:
+            model, q = expand_tracks(model, q)
+            q = _closed(model, q)
+        model = replace(model, q_design=q)
+    _check_design_pose(model)
+    return model
+
+
+TSDA_GAP = 1e-9  # of the scale max(1 m, |p_A|, |p_B|): a tsda's points closer than this at the design pose coincide
+
+
+def _check_design_pose(model: Model) -> None:
+    """Refuse what would leave the dynamics undefined at the design pose, at the line of the statement at fault
+    (the earlier line when there are several): a loop whose constraint rows are redundant there (core/loops.py
+    redundant_rows: the KKT system is singular, and a structural redundancy is a zero pivot in the generated
+    solve), and a tsda whose two points coincide there (the direction of a zero-length spring is undefined,
+    and its force divides by its length)."""
+    from .kinematics import forward_kinematics, point_state  # here: the rest of the parser needs no kinematics
+    from .loops import redundant_rows
+
+    q = model.q0()
+    found: list[tuple[int, str]] = []
+    if model.loops:
+        redundant, rank = redundant_rows(model, q)
+        if redundant:
+            found.append(_redundant_loop(model, redundant[0], rank))
+    kin = forward_kinematics(model, q) if model.tsdas else None
+    for e in model.tsdas:
+        a, b = model.pois[e.poi_a], model.pois[e.poi_b]
+        pa, pb = point_state(model, kin, a.body, a.pos)[0], point_state(model, kin, b.body, b.pos)[0]
+        gap, tol = float(np.linalg.norm(pb - pa)), TSDA_GAP * max(1.0, float(np.abs(pa).max()), float(np.abs(pb).max()))
+        if not gap > tol:
+            where = (f"which coincide at the design pose (at {' '.join(f'{x:.6g}' for x in pa)})" if gap == 0 else
+                     f"which are only {gap:.3g} m apart at the design pose")
+            found.append((e.line, f"tsda '{e.name}' joins poi '{a.name}' and poi '{b.name}', {where}; expected them "
+                                  f"more than {tol:.3g} m apart there: a spring of zero length has no direction"))
+            break
+    if found:
+        line, msg = min(found)
+        raise MechError(model.path, line, msg)
+
+
+_ROW_NAMES = {"x": "x_p", "y": "y_p", "z": "z_p", "u": "u", "w": "w", "as": "a_s", "ws": "w_s"}
+
+
+def _redundant_loop(model: Model, row: int, rank: int) -> tuple[int, str]:
+    """(line, message) for the loop holding K's first redundant row at the design pose."""
+    from .model import LOOP_ROWS
+
+    k = row
+    for lp in model.loops:  # the loop of the row, and the row's place in it
+        if k < lp.nc:
+            break
+        k -= lp.nc
+    kind, *axes = LOOP_ROWS[lp.joint][k]
+    shown = ("(d·d − L²)/2" if kind == "dist" else f"{_ROW_NAMES[axes[0]]}·d" if kind == "sep" else
+             "·".join(_ROW_NAMES[x] for x in axes))
+    band = next((t for t in model.tracks if t.expanded and lp.succ == t.first_shoe + t.shoes - 1), None)
+    hint = (f"check the rollers of track '{band.name}'" if band is not None else
+            "close a planar loop with point-on-line along the pin axis, not revolute" if lp.joint == "revolute" else
+            "its length must change as the joints move: check anchor_pred and anchor_succ" if lp.joint == "distance"
+            else "check anchor_pred and anchor_succ" if lp.joint == "spherical" else
+            "check its axis, anchor_pred and anchor_succ")
+    return lp.line, (f"loop '{lp.name}' ({lp.joint}) is redundant at the design pose: its row {k + 1} of "
+                     f"{lp.nc} ({shown}) constrains nothing the tree's joints and earlier loops leave free (rank(K) "
+                     f"{rank} < nc {model.nc}); expected independent rows ({hint})")
 
 
 def _closed(model: Model, q: np.ndarray) -> np.ndarray:
@@ -796,6 +857,8 @@ def _closed(model: Model, q: np.ndarray) -> np.ndarray:
 
 def load_model(spec: str | os.PathLike[str]) -> Model:
     """Load a `.mech` file, or a model of the repository's models/ directory by bare name."""
+    from .errors import capped, listed
+
     given = Path(spec)
     if given.is_file():
         return _load(given, str(spec))
@@ -803,8 +866,8 @@ def load_model(spec: str | os.PathLike[str]) -> Model:
     if str(spec) == given.name and named.is_file():
         return _load(named, _display(named))
     names = sorted(p.stem for p in MODELS_DIR.glob("*.mech"))
-    raise ModelNotFound(f"no model file or model name '{spec}'; expected a path to a .mech file or one of: "
-                        f"{', '.join(names) or '(models/ is empty)'}{_hint(str(spec), names)}")
+    raise ModelNotFound(capped(f"no model file or model name '{spec}'; expected a path to a .mech file or one of: "
+                               f"{listed(names, 8) or '(models/ is empty)'}{_hint(str(spec), names)}"))
 
 
 def _display(p: Path) -> str:

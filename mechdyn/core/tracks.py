@@ -16,7 +16,7 @@ from typing import NoReturn
 import numpy as np
 import scipy.optimize
 
-from .errors import MechError, MechWarning
+from .errors import MechError, MechWarning, capped
 from .kinematics import Kinematics, forward_kinematics
 from .model import BASE, Body, Loop, Model, Track, _frozen
 from .spatial import R_to_quat, roty
@@ -329,7 +329,7 @@ def _expand(model: Model, kin: Kinematics, t: Track, first: int,
 def _warn(model: Model, t: Track, link: float) -> None:
     """The three load warnings of docs/mech-format.md ("Track bands"), each at the line it concerns."""
     def warn(line: int, msg: str) -> None:
-        warnings.warn_explicit(f"track '{t.name}': {msg}", MechWarning, model.path, line)
+        warnings.warn_explicit(capped(f"track '{t.name}': {msg}"), MechWarning, model.path, line)
 
     for ro in t.rollers:
         name = model.bodies[ro.body].name

@@ -85,8 +85,16 @@ def test_projections():
 
 
 def test_revolute_closed_fourbar_is_rejected_with_the_fix():
+    """The load refuses it at the loop's line (its y_p·d row constrains nothing in the xz plane); read without
+    assembly, which skips that check, crosscheck's rank(K) check still fails it."""
     text = FOURBAR.read_text().replace("point-on-line", "revolute")
-    model = parse(text, path="fourbar_revolute.mech")
+    with pytest.raises(MechError) as e:
+        parse(text, path="fourbar_revolute.mech")
+    assert str(e.value) == ("fourbar_revolute.mech:25: loop 'ground' (revolute) is redundant at the design pose: its "
+                            "row 2 of 5 (y_p·d) constrains nothing the tree's joints and earlier loops leave free "
+                            "(rank(K) 2 < nc 5); expected independent rows (close a planar loop with point-on-line "
+                            "along the pin axis, not revolute)")
+    model = parse(text, path="fourbar_revolute.mech", assemble=False)
     check = compare.rank_K(model, 5)
     print(check.line())
     assert not check.passed and "point-on-line" in check.note and "fourbar_revolute.mech:25" in check.note

@@ -676,6 +676,119 @@ def test_mech_error_pickles():
     assert (e.path, e.line, e.msg, str(e)) == ("m.mech", 3, "bad", "m.mech:3: bad")
 
 
+# ---------------------------------------------------------------- the design pose
+#
+# What only the assembled design pose shows (parse.py _check_design_pose): each case edits a real model and
+# gives the whole message and the line (the element at fault) it must be reported at.
+
+ROOT = Path(__file__).resolve().parents[2]
+PIN_LOOP = "loop pin\n  joint distance\n  pred base\n  succ crank\n  anchor_pred 0 0 0\n  anchor_succ 0 0.05 0\nend\n"
+STAY_LOOP = ("loop stay\n  joint distance\n  pred base\n  succ slider\n  anchor_pred 0.199714052097 0.1 0\n"
+             "  anchor_succ 0 0 0\nend\n")
+_APART = "expected them more than 1e-09 m apart there: a spring of zero length has no direction"
+_REDUNDANT = "constrains nothing the tree's joints and earlier loops leave free"
+
+
+def edited(path: str, old: str, new: str, extra: str = "") -> str:
+    src = (ROOT / path).read_text()
+    assert old in src
+    return src.replace(old, new) + extra
+
+
+DESIGN_POSE = {  # name: (text, line, message)
+    "tsda points coincide": (
+        edited("models/springpend.mech", "poi hook base 0.4 0 1.0", "poi hook base 0 0 0.6"), 57,
+        f"tsda 'spring' joins poi 'hook' and poi 'eye', which coincide at the design pose (at 0 0 0.6); {_APART}"),
+    "tsda points coincide on the base": (
+        edited("models/springpend.mech", "poi eye pend1 0 0 -0.4", "poi eye base 0.4 0 1.0"), 57,
+        f"tsda 'spring' joins poi 'hook' and poi 'eye', which coincide at the design pose (at 0.4 0 1); {_APART}"),
+    "tsda points 5e-13 m apart": (
+        edited("models/springpend.mech", "poi hook base 0.4 0 1.0", "poi hook base 0 0 0.6000000000005"), 57,
+        f"tsda 'spring' joins poi 'hook' and poi 'eye', which are only 5e-13 m apart at the design pose; {_APART}"),
+    "point-on-line axis across the band": (  # issue 33: the closure's axis repeats the plane's constraint
+        edited("models/band63.mech", "  axis y\n", "  axis -1 0 0\n"), 658,
+        f"loop 'band' (point-on-line) is redundant at the design pose: its row 2 of 2 (w·d) {_REDUNDANT} "
+        "(rank(K) 1 < nc 2); expected independent rows (check its axis, anchor_pred and anchor_succ)"),
+    "distance loop along a joint axis": (  # its length never changes: it repeats the crank's joint
+        edited("models/slidercrank.mech", "", "", "\n" + PIN_LOOP), 71,
+        f"loop 'pin' (distance) is redundant at the design pose: its row 1 of 1 ((d·d − L²)/2) {_REDUNDANT} "
+        "(rank(K) 1 < nc 2); expected independent rows (its length must change as the joints move: check "
+        "anchor_pred and anchor_succ)"),
+    "distance loop across a slider's travel": (
+        edited("models/slidercrank.mech", "", "", "\n" + STAY_LOOP), 71,
+        f"loop 'stay' (distance) is redundant at the design pose: its row 1 of 1 ((d·d − L²)/2) {_REDUNDANT} "
+        "(rank(K) 1 < nc 2); expected independent rows (its length must change as the joints move: check "
+        "anchor_pred and anchor_succ)"),
+}
+
+
+@pytest.mark.parametrize("case", DESIGN_POSE, ids=list(DESIGN_POSE))
+def test_design_pose_error(case):
+    text, line, msg = DESIGN_POSE[case]
+    with pytest.raises(MechError) as info:
+        parse_and_assemble(text, "bad.mech")
+    assert str(info.value) == f"bad.mech:{line}: {msg}"
+    assert len(info.value.msg) <= 300
+    parse(text, "bad.mech")  # the text itself is fine: only the assembled pose shows it
+
+
+def test_design_pose_reports_the_earlier_line():
+    text = (edited("models/slidercrank.mech", "poi hook base -0.1 0 0.1", "poi hook base 0.025 0 0.043301270189")
+            + "\n" + PIN_LOOP)
+    with pytest.raises(MechError, match=r"^bad\.mech:64: tsda 'return_spring' joins poi 'hook' and poi 'crankpin'"):
+        parse_and_assemble(text, "bad.mech")
+
+
+def test_a_short_tsda_and_a_moved_one_still_load():
+    """1 µm apart at the design pose is a (stiff) spring with a direction; so is one that reaches zero length only
+    away from the design pose."""
+    m = parse_and_assemble(edited("models/springpend.mech", "poi hook base 0.4 0 1.0", "poi hook base 0 0 0.600001"))
+    assert m.tsdas[0].name == "spring"
+    parse_and_assemble(edited("models/springpend.mech", "poi hook base 0.4 0 1.0", "poi hook base 0.4 0 0.6"))
+
+
+@pytest.mark.parametrize("path", sorted(p.relative_to(ROOT).as_posix() for p in
+                                        [*(ROOT / "models").glob("*.mech"), *(ROOT / "tests/data").glob("*.mech")]))
+def test_every_shipped_model_passes_the_design_pose_checks(path):
+    """Full rank and apart tsdas with a margin: the worst row keeps 3 % of its size (the tolerance is 1e-9)."""
+    from mechdyn.core.loops import redundant_rows
+
+    m = load_model(ROOT / path)
+    if m.loops:
+        t0 = time.perf_counter()
+        assert redundant_rows(m, m.q0()) == ([], m.nc)
+        assert time.perf_counter() - t0 < 0.25  # m113: 168 coordinates, about 3 ms
+
+
+# ---------------------------------------------------------------- long messages
+
+
+def test_capped_messages_clip_words_and_fit():
+    from mechdyn.core.errors import MAX_MSG, capped, clip, listed
+
+    assert capped("short  and\nplain") == "short and plain" and clip("x" * 80) == "x" * 80
+    assert clip("'" + "m" * 200_000 + "'") == "'" + "m" * 52 + "…[199,936 more]…" + "m" * 12 + "'"
+    assert listed(["a", "b"]) == "a, b" and listed(range(12), 3) == "0, 1, 2 and 9 others"
+    assert listed(range(4), 3) == "0, 1, 2 and 1 other"
+    two = capped(f"loop '{'a' * 5000}' and loop '{'b' * 5000}' " + "filler " * 20 + "; expected x")
+    assert len(two) <= MAX_MSG and two.endswith("; expected x") and "[4,9" in two and " … " not in two
+    wall = capped("word " * 200 + "expected the end")
+    assert len(wall) == MAX_MSG and wall.startswith("word word") and wall.endswith("expected the end")
+    key = "'" + "k" * 200_000 + "'"
+    assert MechError("m.mech", 2, f"unknown key {key}").msg == f"unknown key {clip(key)}"
+
+
+def test_model_not_found_lists_a_few_names(tmp_path, monkeypatch):
+    for k in range(40):
+        (tmp_path / f"model{k:02d}.mech").write_text(BODY_A)
+    monkeypatch.setattr(parse_module, "MODELS_DIR", tmp_path)
+    with pytest.raises(ModelNotFound) as e:
+        load_model("modl07" + "z" * 200)
+    assert len(str(e.value)) <= 300
+    assert re.fullmatch(r"no model file or model name 'modl07z+…\[143 more\]…z+'; expected a path to a \.mech "
+                        r"file or one of: model00, model01, .*, model07 and 32 others", str(e.value)), str(e.value)
+
+
 # ---------------------------------------------------------------- load_model
 
 
