@@ -25,7 +25,8 @@ from . import PinModel, accel, kinematics, local_fext, to_pin
 
 LOOPS = ["spherical", "revolute", "prismatic", "cylindrical", "point-on-line", "distance"]  # the program's LoopKind
 JOINTS = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2,
-          "JointModelPX": 3, "JointModelPY": 4, "JointModelPZ": 5, "JointModelFreeFlyer": 6}
+          "JointModelPX": 3, "JointModelPY": 4, "JointModelPZ": 5, "JointModelFreeFlyer": 6,
+          "JointModelRevoluteUnaligned": 7, "JointModelPrismaticUnaligned": 8}  # the last two carry their axis
 
 SOURCE = r"""// Pinocchio's forward dynamics over a pool of states (crosscheck bench --peers; crosscheck/pinocchio/timing.py).
 // usage: pin_timing MODEL.txt POOL.bin NPOOL NCALLS REPEATS METHOD [cpu]
@@ -83,8 +84,9 @@ static Model read_model(const char *path, bool *with_fext, Loops *lp) {
   *with_fext = fx != 0;
   for (int j = 1; j <= nj; ++j) {
     int type, parent;
-    double R[9], p[3], m, c[3], I[9];
+    double a[3], R[9], p[3], m, c[3], I[9];
     if (std::fscanf(f, "%d %d", &type, &parent) != 2) std::exit(3);
+    for (double &x : a) if (std::fscanf(f, "%lf", &x) != 1) std::exit(3);
     for (double &x : R) if (std::fscanf(f, "%lf", &x) != 1) std::exit(3);
     for (double &x : p) if (std::fscanf(f, "%lf", &x) != 1) std::exit(3);
     if (std::fscanf(f, "%lf", &m) != 1) std::exit(3);
@@ -105,6 +107,10 @@ static Model read_model(const char *path, bool *with_fext, Loops *lp) {
       case 4: id = model.addJoint(parent, JointModelPY(), M, name); break;
       case 5: id = model.addJoint(parent, JointModelPZ(), M, name); break;
       case 6: id = model.addJoint(parent, JointModelFreeFlyer(), M, name); break;
+      case 7: id = model.addJoint(parent, JointModelRevoluteUnaligned(Eigen::Vector3d(a[0], a[1], a[2])), M, name);
+        break;
+      case 8: id = model.addJoint(parent, JointModelPrismaticUnaligned(Eigen::Vector3d(a[0], a[1], a[2])), M, name);
+        break;
       default: std::fprintf(stderr, "unknown joint type %d\n", type); std::exit(3);
     }
     model.appendBodyToJoint(id, Inertia(m, Eigen::Vector3d(c[0], c[1], c[2]), Im), SE3::Identity());
@@ -320,8 +326,8 @@ def include_dirs() -> list[str]:
 
 
 def model_text(pm: PinModel) -> str:
-    """The Pinocchio model, joint by joint: gravity, njoints, fext flag, then per joint type, parent,
-    placement (R row-major, p) and inertia (mass, lever, 3x3 about the CG); then the number of loops and
+    """The Pinocchio model, joint by joint: gravity, njoints, fext flag, then per joint type, parent, axis (zeros
+    but for an unaligned joint), placement (R row-major, p) and inertia (mass, lever, 3x3 about the CG); then the number of loops and
     Baumgarte's rate, and per loop its kind, each anchor's joint and position in it, the triad and the length."""
     pmod = pm.pmodel
     r = lambda a: " ".join(repr(float(x)) for x in np.asarray(a).ravel())  # noqa: E731
@@ -331,7 +337,8 @@ def model_text(pm: PinModel) -> str:
         if kind not in JOINTS:
             raise RuntimeError(f"joint {pmod.names[j]} is a {kind}: the timing program knows {', '.join(JOINTS)}")
         M, Y = pmod.jointPlacements[j], pmod.inertias[j]
-        lines.append(f"{JOINTS[kind]} {pmod.parents[j]} {r(M.rotation)} {r(M.translation)} "
+        axis = pmod.joints[j].extract().axis if kind.endswith("Unaligned") else np.zeros(3)
+        lines.append(f"{JOINTS[kind]} {pmod.parents[j]} {r(axis)} {r(M.rotation)} {r(M.translation)} "
                      f"{r([Y.mass])} {r(Y.lever)} {r(Y.inertia)}")
     lines.append(f"{len(pm.model.loops)} {r([1.0 / pm.model.stab])}")
     for lp, anchors in zip(pm.model.loops, pm.anchor_frames):
