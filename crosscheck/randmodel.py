@@ -98,9 +98,12 @@ def _loops(tree: str, parents: list[int], spec: Spec, rng: np.random.Generator) 
     kin = forward_kinematics(model, model.q0())
     leaves = [i for i in range(spec.bodies) if i not in parents]
     out = []
+    held = set()  # leaves already pinned to the base: a second spherical closure there would repeat the first
     for k in range(spec.loops):
-        spherical = spec.floating and k % 2 == 0
-        a, b = (-1, leaves[k % len(leaves)]) if spherical else (leaves[k % len(leaves)], leaves[(k + 1) % len(leaves)])
+        spherical = spec.floating and k % 2 == 0 and leaves[k % len(leaves)] not in held
+        a, b = leaves[k % len(leaves)], leaves[(k + 1) % len(leaves)]
+        a, b = (-1, a) if spherical or a == b else (a, b)
+        held |= {b} if spherical else set()
         pa = rng.uniform(-0.2, 0.2, 3)
         if spherical:  # the successor's anchor where the predecessor's is, at the design pose
             P = point_state(model, kin, a, pa)[0]
