@@ -202,7 +202,15 @@ def shifts(model: Model, counted: Counted = tree_passes, radius: int = RADIUS) -
     return s
 
 
+def describe_turns(model: Model) -> str:
+    """The bodies whose frames align() turns, for a reader of the generated code ("" when none is)."""
+    turned = [f"{bd.name} ({bd.axis_text} onto +{'xyz'[int(np.argmax(np.abs(bd.axis)))]})"
+              for bd, c in zip(model.bodies, turns(model)) if not np.array_equal(c, np.eye(3))]
+    return ", ".join(turned)
+
+
 def describe(model: Model, s: tuple[float, ...]) -> str:
     """The shifts for a reader of the generated code, whose constants are in the slid frames."""
-    moved = [f"{model.bodies[i].name} {x:+.10g} m along {'xyz'[model.bodies[i].axis_index]}" for i, x in enumerate(s) if x]
+    along = lambda bd: "xyz"[bd.axis_index] if bd.axis_index >= 0 else "its axis"  # noqa: E731  (a turned frame's)
+    moved = [f"{model.bodies[i].name} {x:+.10g} m along {along(model.bodies[i])}" for i, x in enumerate(s) if x]
     return ", ".join(moved) if moved else "none"

@@ -278,7 +278,9 @@ def header_comment(p: Passes) -> str:
             f" * Body frames slid along their joint axes (codegen/frames.py; q, qd, qdd, tau, fext and act as in the "
             f"model):\n"
             f" *   {frames.describe(m, p.shifts)}.\n"
-            f" * Conventions: docs/conventions.md. Do not edit: regenerate with `mechdyn gen`. */\n")
+            + (f" * Body frames turned onto their joint axes (codegen/frames.py, align; fwd_dyn_bodies reports the "
+               f"model's own frames):\n *   {turned}.\n" if (turned := frames.describe_turns(m)) else "")
+            + " * Conventions: docs/conventions.md. Do not edit: regenerate with `mechdyn gen`. */\n")
 
 
 def includes() -> str:
