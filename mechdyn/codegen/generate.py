@@ -199,7 +199,7 @@ def bodies_body(model: Model) -> tuple[list[str], Counter]:
     for i, bd in enumerate(model.bodies):
         with b.at(model.path, bd.line, f"body '{bd.name}'"):
             X, v = kin.X0(i), kin.v[i]  # X0 = plux(E, p) with E = Rᵀ; v = [w; v_O] in body coordinates
-            E = X.E if np.array_equal(C[i], np.eye(3)) else mm(b, C[i].T.tolist(), X.E)
+            E = X.E if np.array_equal(C[i], np.eye(3)) else mm(b, C[i].tolist(), X.E)  # x_B = C x_BC
             row = [E[c][a] for a in range(3) for c in range(3)] + X.r + mtv(b, X.E, v[:3]) + mtv(b, X.E, v[3:])
             for k, x in enumerate(row):
                 b.store(f"out[{BODY_ROW * i + k}]", x)
