@@ -24,7 +24,8 @@ class EquilibriumError(ValueError):
 def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: float = 1e-12,
                 maxit: int = 50) -> np.ndarray:
     """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm tangent steps that leave the held slots alone
-    (core.loops.project_q's iteration, the held columns of the loop Jacobian removed)."""
+    (core.loops.project_q's iteration, the held columns of the loop Jacobian removed), each halved until the
+    residual falls."""
     q = np.array(q, dtype=float)
     if not model.loops:
         return q
@@ -37,7 +38,14 @@ def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: floa
             break
         step = np.zeros(model.nv)
         step[free] = scipy.linalg.lstsq(K[:, free], -phi, cond=1e-12)[0]
-        q = retract(model, q, step)
+        # a full step far from the manifold can overshoot onto another branch and diverge: halve it until the
+        # residual falls (near the manifold the full step is taken, and converges quadratically)
+        for _ in range(20):
+            trial = retract(model, q, step)
+            if np.max(np.abs(closure(model, trial)[0])) < np.max(np.abs(phi)):
+                break
+            step *= 0.5
+        q = trial
     phi, _ = closure(model, q)
     worst = int(np.nanargmax(np.abs(phi)))
     raise EquilibriumError(f"loop '{loop_of_row(model, worst).name}' does not close with slots {list(held)} held: "

@@ -208,7 +208,10 @@ def test_reduced_check_catches_an_unweighted_projection(quartercar_held):
 
 def test_equilibrium_holds_the_held_slots_and_zeroes_qdd(quartercar_held):
     dyn, lin = quartercar_held
-    assert np.max(np.abs(lin.qdd)) <= 1e-10
+    # what equilibrium() promises (its tol, 1e-9 m/s²); Newton stalls at 1.7e-10 on the quarter car with its real
+    # upper-arm axis, its round-off floor (the loops closed to 1e-12 m against a 167 kN/m spring), and ended below
+    # 1e-10 with the arm on x
+    assert np.max(np.abs(lin.qdd)) <= 1e-9
     assert abs(lin.tau[list(lin.held)][0]) > 1e3  # the post carries the car's weight
 
 
