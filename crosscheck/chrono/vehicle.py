@@ -6,8 +6,8 @@ double wishbones, the Pitman-arm steering, wheels; no powertrain, no tires), its
 every body, joint, spring and shock itself (ChDoubleWishbone, from HMMWV_DoubleWishboneFront.json); this module
 only moves the wheel: a linear motor along z between the chassis and each spindle holds the spindle's centre at
 its height, free in every other direction, and Chrono's position-level assembly (Newton on its constraints)
-closes the rest. The steering's Pitman arm is held at zero by its own motor, so the front tierods' inner ends
-stay where they are, as on mechdyn's quarter car.
+closes the rest. The steering link is fixed, so the front tierods' inner ends stay where they are, as on
+mechdyn's quarter car.
 """
 from __future__ import annotations
 
@@ -52,12 +52,15 @@ def chrono_sweep(travel: np.ndarray) -> Sweep:
     """The front-left corner of Chrono::Vehicle's HMMWV at each wheel travel (crosscheck/suspension.py's
     definitions), the other three spindles held at their design heights."""
     ch, veh = require_vehicle()
-    veh.SetDataPath(str(data_dir()) + "/")
+    veh.SetVehicleDataPath(str(data_dir()) + "/")
     system = ch.ChSystemNSC()
     system.SetGravitationalAcceleration(ch.ChVector3d(0, 0, 0))
-    vehicle = veh.WheeledVehicle(system, veh.GetDataFile(VEHICLE_JSON), False, False)
+    vehicle = veh.WheeledVehicle(system, veh.GetVehicleDataFile(VEHICLE_JSON), False, False)
     vehicle.Initialize(ch.ChCoordsysd(ch.ChVector3d(0, 0, 0), ch.QUNIT))
     vehicle.GetChassis().SetFixed(True)
+    # the steering link carries the front tierods' inner ends: fixed, as the quarter car's are to its chassis (held
+    # only by the Pitman arm's motor and the idler, Chrono's assembly lets it drift by tenths of a millimetre)
+    vehicle.GetSteering(0).GetSteeringLink().SetFixed(True)
     chassis = vehicle.GetChassisBody()
     motors = {}
     for axle in (0, 1):
@@ -72,13 +75,13 @@ def chrono_sweep(travel: np.ndarray) -> Sweep:
             motors[axle, side] = fun
     spindle = vehicle.GetSuspension(0).GetSpindle(veh.LEFT)
     links = {lk.GetName(): lk for lk in system.GetLinks()}
-    spring = _element(links, "spring", "_L")
-    shock = _element(links, "shock", "_L")
+    spring = ch.CastToChLinkTSDA(_element(links, "spring", "_L"))
+    shock = ch.CastToChLinkTSDA(_element(links, "shock", "_L"))
     z0 = spindle.GetPos().z
     out = {f: np.zeros(len(travel)) for f in ("camber", "toe", "spring", "shock", "x", "y")}
     for k in np.argsort(np.abs(travel)):  # outward from the design pose, each assembly from its neighbour's
         motors[0, veh.LEFT].SetConstant(float(travel[k]))
-        system.DoAssembly(ch.AssemblyLevel_POSITION, 100, ASSEMBLY_TOL, 1e-14, 1e-14)
+        system.DoAssembly(ch.POSITION, 100, ASSEMBLY_TOL, 1e-14, 1e-14)
         p = _np(spindle.GetPos())
         if abs(p[2] - (z0 + travel[k])) > 1e-9:
             raise RuntimeError(f"Chrono's assembly at travel {travel[k]:+.4f} m left the spindle at z {p[2]:.9f}")
