@@ -11,15 +11,20 @@ design-pose points, so the parser's assembly has nothing to do.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses as dc
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from mechdyn.core.kinematics import forward_kinematics, point_state
+from mechdyn.core.model import BASE, Model
+from mechdyn.core.parse import parse
+from mechdyn.core.spatial import exact_units
+
 AXES = ("x", "y", "z", "-x", "-y", "-z")
 
 
-@dataclass(frozen=True)
+@dc.dataclass(frozen=True)
 class Spec:
     """What a random model holds."""
     bodies: int = 6
@@ -89,9 +94,6 @@ def random_mech(seed: int, spec: Spec = Spec()) -> str:
 def _loops(tree: str, parents: list[int], spec: Spec, rng: np.random.Generator) -> str:
     """Loop blocks that close at the tree's design pose: spherical ones from the base to a leaf (through the
     floating root's six coordinates, so never redundant), distance ones between two leaves."""
-    from mechdyn.core.kinematics import forward_kinematics, point_state
-    from mechdyn.core.parse import parse
-
     if not spec.loops:
         return ""
     model = parse(tree)
@@ -116,15 +118,11 @@ def _loops(tree: str, parents: list[int], spec: Spec, rng: np.random.Generator) 
     return "\n".join(out) + "\n"
 
 
-def turn_frames(model: "Model", Q: list[np.ndarray]) -> "Model":
+def turn_frames(model: Model, Q: list[np.ndarray]) -> Model:
     """The same mechanism with body i's frame turned by Q[i] (B' = B Q): its joint frame turns with it (rot' =
     Q_pᵀ rot Q_i, xtree' = Q_pᵀ xtree), and its axis, CG, inertia, points and loop anchors are re-expressed in
     it. Floating bodies keep their frames (their q holds the attitude), as do loops with an axis (the loop
     triad is defined in both bodies' frames at once), so Q must be the identity for those."""
-    import dataclasses as dc
-
-    from mechdyn.core.model import BASE
-
     T = lambda i: np.eye(3) if i == BASE else Q[i]  # noqa: E731
     for i, b in enumerate(model.bodies):
         if b.joint == "floating" and not np.array_equal(Q[i], np.eye(3)):
@@ -142,21 +140,13 @@ def turn_frames(model: "Model", Q: list[np.ndarray]) -> "Model":
     return dc.replace(model, bodies=bodies, pois=pois, loops=loops, name=model.name + "_turned")
 
 
-def unturned(model: "Model") -> "Model":
+def unturned(model: Model) -> Model:
     """The same mechanism with every single-DOF body's frame turned onto the base's axes at the design pose (every
     joint coordinate 0): no joint frame turns, and each axis is the joint's direction in the base frame. For a model
     written with URDF's turned frames, it is the twin an aligned-frame author would have written."""
-    from mechdyn.core.kinematics import forward_kinematics
-
     kin = forward_kinematics(model, model.q_nominal())
     Q = [np.eye(3) if b.joint == "floating" else kin.R[i].T for i, b in enumerate(model.bodies)]
     out = turn_frames(model, Q)
-    import dataclasses as dc
     return dc.replace(out, name=model.name + "_unturned",
-                      bodies=tuple(dc.replace(b, axis=_snap(b.axis), rot=np.eye(3) if b.joint != "floating" else b.rot)
+                      bodies=tuple(b if b.joint == "floating" else dc.replace(b, axis=exact_units(b.axis), rot=np.eye(3))
                                    for b in out.bodies))
-
-
-def _snap(a: np.ndarray) -> np.ndarray:
-    """A unit vector with its round-off zeros and ones made exact."""
-    return np.where(np.abs(a) < 1e-15, 0.0, np.where(np.abs(np.abs(a) - 1) < 1e-15, np.sign(a), a))

@@ -82,8 +82,7 @@ def align(model: Model) -> Model:
     along +e_k: its tree rotation becomes rot C, and everything fixed on it (CG, inertia, points, loop anchors,
     its children's xtree and rotations) is re-expressed in the turned frame. The model itself when no C turns."""
     C = turns(model)
-    moved = [i for i, c in enumerate(C) if not np.array_equal(c, np.eye(3))]
-    if not moved:
+    if all(np.array_equal(c, np.eye(3)) for c in C):
         return model
     Ct = lambda i: np.eye(3) if i == BASE else C[i].T  # noqa: E731
     bodies = []

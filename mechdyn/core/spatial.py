@@ -76,8 +76,9 @@ def quarter_turns(theta: float) -> float:
     return k * (np.pi / 2) if abs(theta - k * (np.pi / 2)) <= QUARTER_SNAP else theta
 
 
-def _exact(R: np.ndarray) -> np.ndarray:
-    """R with the entries of exact quarter turns made exact: cos(π/2) is 6e-17 in floating point, not 0."""
+def exact_units(R: np.ndarray) -> np.ndarray:
+    """R (a rotation or a unit vector) with its round-off zeros and ±1s made exact: cos(π/2) is 6e-17 in floating
+    point, not 0, and would fill every structural zero it touched."""
     return np.where(np.abs(R) < 1e-15, 0.0, np.where(np.abs(np.abs(R) - 1.0) < 1e-15, np.sign(R), R))
 
 
@@ -86,7 +87,7 @@ def rpy_to_R(rpy: np.ndarray) -> np.ndarray:
     within QUARTER_SNAP of a quarter turn is that quarter turn, exactly."""
     def turn(rot, a: float) -> np.ndarray:
         a = quarter_turns(float(a))
-        return _exact(rot(a)) if a % (np.pi / 2) == 0 else rot(a)
+        return exact_units(rot(a)) if a % (np.pi / 2) == 0 else rot(a)
 
     return turn(rotz, rpy[2]) @ turn(roty, rpy[1]) @ turn(rotx, rpy[0])
 
