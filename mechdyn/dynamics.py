@@ -23,7 +23,10 @@ import numpy as np
 from mechdyn.codegen.build import build
 from mechdyn.codegen.capi import BODY_ROW, DERIV_FUNCTION, FUNCTION
 from mechdyn.codegen.stepper import SCHEMES
+from mechdyn.core import motion
+from mechdyn.core.loops import project_q, project_qd, reach_fault
 from mechdyn.core.model import Model
+from mechdyn.core.motion import Motion
 from mechdyn.core.parse import load_model
 
 # | |Q| - 1 | allowed for a floating body's quaternion. The exact drift keeps mechdyn's own trajectories within
@@ -124,6 +127,10 @@ class Dynamics:
             else:
                 runs.append([48 * i, 48 * (i + 1)])
         self._no_fext_runs, self._zero_fext_bytes = [(lo, hi) for lo, hi in runs], bytes(48 * model.nbody)
+        self.ndriver = lib.fwd_dyn_ndriver if model.drivers else 0
+        if self.ndriver != len(model.drivers):
+            raise RuntimeError(f"compiled module {self.library} does not match model {model.name}'s drivers")
+        self._motions = [d.motion for d in model.drivers]
 
     @property
     def ffi(self):
@@ -263,6 +270,61 @@ class Dynamics:
         self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.from_buffer("double[]", out))
         return out
 
+    def react(self, q, qd, tau, fext=None, act=None) -> tuple[np.ndarray, np.ndarray]:
+        """A driven model's qdd and its drivers' reactions (ndriver,): the generalized force each driver exerts on
+        its coordinate (N or N m). act carries each driver's prescribed acceleration in its slot (drive)."""
+        if not self.ndriver:
+            raise ValueError(f"model '{self.model.name}' has no driver; expected a model with 'driver' blocks")
+        pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
+        out, r = np.empty(self.nv), np.empty(self.ndriver)
+        self._lib.fwd_dyn_react(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in (out, r)))
+        return out, r
+
+    # -- drivers -------------------------------------------------------------
+    @property
+    def motions(self) -> dict[str, Motion]:
+        """Each driver's current motion, by name (set_motion replaces one)."""
+        return {d.name: m for d, m in zip(self.model.drivers, self._motions)}
+
+    def set_motion(self, name: str, m: Motion) -> None:
+        """Drive `name` by motion `m` from now on, without regenerating C. Refused (ValueError) for an unknown
+        driver, and for a motion out of its joint's reach (the loops cannot close at either end of its range)."""
+        try:
+            k = self.model.driver_index(name)
+        except KeyError:
+            names = ", ".join(d.name for d in self.model.drivers) or "(none)"
+            raise ValueError(f"model '{self.model.name}' has no driver '{name}'; its drivers: {names}") from None
+        if not isinstance(m, Motion):
+            raise ValueError(f"expected a mechdyn.core.motion.Motion for driver '{name}', got {type(m).__name__}")
+        if self.model.loops:
+            why = reach_fault(self.model, self.model.q0(), self.model.driven, self.model.qidx[self.model.drivers[k].body],
+                              motion.reach(m))
+            if why:
+                raise ValueError(f"driver '{name}' ({m.describe()}) is out of its joint's reach: {why}")
+        self._motions[k] = m
+
+    def drive(self, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each driver's offset from the design pose, rate and acceleration at time t: three (ndriver,) arrays."""
+        t = real_scalar("t", t)
+        f = np.array([motion.evaluate(m, t) for m in self._motions]).reshape(-1, 3)
+        return f[:, 0].copy(), f[:, 1].copy(), f[:, 2].copy()
+
+    def driven_state(self, q, qd, t: float = 0.0, act=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(q, qd, act) at time t with each driven coordinate, rate and act slot set by its schedule, and the other
+        coordinates moved onto the loops (nearest in velocity space, the driven ones held)."""
+        m = self.model
+        q = np.array(real_array("q", q, (self.nq,)))
+        qd = np.array(real_array("qd", qd, (self.nv,)))
+        act = np.zeros(self.nact) if act is None else np.array(real_array("act", act, (self.nact,)))
+        f, fd, fdd = self.drive(t)
+        q0 = m.q0()
+        for d, x, xd, xdd in zip(m.drivers, f, fd, fdd):
+            q[m.qidx[d.body]], qd[m.vidx[d.body]], act[d.act] = q0[m.qidx[d.body]] + x, xd, xdd
+        if m.loops:
+            q = project_q(m, q, held=m.driven)
+            qd = project_qd(m, q, qd, held=m.driven)
+        return q, qd, act
+
     def forward_batch(self, Q, QD, TAU, FEXT=None, ACT=None) -> np.ndarray:
         """qdd for n states in one C call: Q (n, nq), QD and TAU (n, nv), FEXT (n, nbody, 6), ACT (n, nact);
         checked as in forward, a bad quaternion named by its state index."""
@@ -388,6 +450,9 @@ class Dynamics:
         state went non-finite."""
         if scheme not in SCHEMES.values():
             raise ValueError(f"scheme is {scheme!r}, expected one of {sorted(SCHEMES.values())} ({SCHEMES})")
+        if self.ndriver:
+            raise ValueError(f"model '{self.model.name}' is driven: fwd_dyn_sim cannot evaluate its drivers' motions; "
+                             "step it with mechdyn.sim.run.simulate, which steps drivers in C (step.c, galpha.c)")
         nsteps, stride = integer("nsteps", nsteps, 0), integer("stride", stride, 1)
         t0, dt = real_scalar("t0", t0), real_scalar("dt", dt)
         nsched, dt_sched, tau, fext, act = self.check_schedule(tau, fext, act, dt_sched)

@@ -35,7 +35,7 @@ from mechdyn.core.model import Model
 from . import cache as _cache
 from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-exported: the build's public names)
 from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
-from .generate import CDEF, DERIV_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
+from .generate import CDEF, DERIV_CDEF, DRIVEN_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
 
 UNITS = ("dynamics", "derivatives")  # a model's translation units: the derivatives are compiled apart, when asked for
 
@@ -135,6 +135,8 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
     """Compile `model`'s `unit` into the cache at dest unless, once its lock is held, a valid module is there (and
     importing it has not `failed`)."""
     emit, cdef, _ = _unit(unit)
+    if unit == "dynamics" and model.drivers:
+        cdef += DRIVEN_CDEF
     what = f"model '{model.name}'" + ("" if unit == "dynamics" else f" ({unit})")
 
     def make(tmp: Path) -> Path:

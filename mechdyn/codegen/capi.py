@@ -88,6 +88,16 @@ FUNCTIONS = (
              breaks=(7, 12)),
 )
 
+# A driven model's (driven.py) further API: fwd_dyn is fwd_dyn_react with its reactions dropped.
+DRIVEN_CONSTANTS = (
+    Constant("fwd_dyn_ndriver", "int", "drivers: the length of fwd_dyn_react's r; act slot of driver k's f'' "
+                                       "is fwd_dyn_find(\"act\", its name)"),
+)
+DRIVEN_FUNCTIONS = (
+    Function("fwd_dyn_react", "void", (*_STATE, "double *qdd", "double *r"),
+             "fwd_dyn, and r[ndriver]: the generalized force each driver exerts on its coordinate"),
+)
+
 # The derivatives' module (derivs.py), a translation unit of its own, compiled when they are first asked for.
 _BLOCKS = ("double *qdd", "double *dq", "double *dqd", "double *dtau", "double *dact", "double *dfext")
 
@@ -107,12 +117,13 @@ DERIV_FUNCTIONS = (
              breaks=(6,)),
 )
 
-FUNCTION = {f.name: f for f in FUNCTIONS}
-CONSTANT = {c.name: c for c in CONSTANTS}
+FUNCTION = {f.name: f for f in (*FUNCTIONS, *DRIVEN_FUNCTIONS)}
+CONSTANT = {c.name: c for c in (*CONSTANTS, *DRIVEN_CONSTANTS)}
 DERIV_FUNCTION = {f.name: f for f in DERIV_FUNCTIONS}
 DERIV_CONSTANT = {c.name: c for c in DERIV_CONSTANTS}
 
 CDEF = "\n".join(x.declaration() for x in (*CONSTANTS, *FUNCTIONS)) + "\n"
+DRIVEN_CDEF = "\n".join(x.declaration() for x in (*DRIVEN_CONSTANTS, *DRIVEN_FUNCTIONS)) + "\n"
 DERIV_CDEF = "\n".join(x.declaration() for x in (*DERIV_CONSTANTS, *DERIV_FUNCTIONS)) + "\n"
 
 # an exported (not static) definition's header in emitted C: return type, name, parameters, then the body's brace

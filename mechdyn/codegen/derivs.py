@@ -29,7 +29,7 @@ from collections.abc import Hashable
 
 from mechdyn.core.model import Model
 
-from . import kkt
+from . import driven, kkt
 from .equations import system
 from .expr import Builder, Sym, Val
 from .kinematics import quaternion_rotation_T
@@ -93,18 +93,24 @@ def derivatives_builder(model: Model) -> tuple[Builder, dict[str, list[list[Val]
     b = Builder(path=model.path)
     s = system(b, model, "crba")
     nv, nc = model.nv, len(s.rows)
-    if s.rows:
+    if model.drivers:  # qdd_d = act_d held by each driver (driven.py): a is the right-hand side of those rows
+        partitioned = driven.solver(b, model, s.H, s.rows)
+
+        def solve(rhs: list[Val], k: list[Val], a: list[Val]) -> list[Val]:
+            qdd, mu, _ = partitioned(rhs, k, a)
+            return qdd + mu
+    elif s.rows:
         order = kkt.elimination_order(model)
 
-        def solve(rhs: list[Val], k: list[Val]) -> list[Val]:
+        def solve(rhs: list[Val], k: list[Val], a: list[Val]) -> list[Val]:
             return kkt.kkt_solve(b, s.H, [(K, kr) for (K, _), kr in zip(s.rows, k)], rhs, order, multipliers=True,
                                  model=model)
     else:
         tree = ltdl_solver(b, s.H, expanded_parents(model), floating_blocks(model))
 
-        def solve(rhs: list[Val], k: list[Val]) -> list[Val]:
+        def solve(rhs: list[Val], k: list[Val], a: list[Val]) -> list[Val]:
             return tree(rhs)
-    x = solve(s.rhs, [kr for _, kr in s.rows])
+    x = solve(s.rhs, [kr for _, kr in s.rows], driven.accelerations(model))
     qdd, mu = x[:nv], x[nv:]
     a, lam = [b.hold(v) for v in qdd], [b.hold(v) for v in mu]
     # the residuals with (qdd, μ) held
@@ -123,6 +129,7 @@ def derivatives_builder(model: Model) -> tuple[Builder, dict[str, list[list[Val]
             else:
                 rhs = [b.neg(_entry(dr[i], key)) for i in range(nv)]
                 k = [b.neg(_entry(dr[nv + c], key)) for c in range(nc)]
-            cols.append(solve(rhs, k)[:nv] if any(v != 0.0 for v in rhs + k) else [0.0] * nv)
+            a = [1.0 if key == ("a", d.act) else 0.0 for d in model.drivers]  # ∂qdd_d/∂act_d = 1, else 0
+            cols.append(solve(rhs, k, a)[:nv] if any(v != 0.0 for v in rhs + k + a) else [0.0] * nv)
         out[block] = [[cols[j][i] for j in range(len(keys))] for i in range(nv)]
     return b, out

@@ -15,13 +15,13 @@ import numpy as np
 from mechdyn.core.model import Model
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
-                   FUNCTION)  # for build.py)
+                   DRIVEN_CDEF, FUNCTION)  # for build.py)
 from .aba import apply_Hinv, loop_solve
 from .elements import tsda_state
 from .equations import system
 from .expr import OPS_COUNTED, Builder, OverBudget, Sym
 from .kinematics import TreeKinematics
-from . import aba, frames, kkt, schedule
+from . import aba, driven, frames, kkt, schedule
 from .derivs import derivatives_builder
 from .ltdl import expanded_parents, floating_blocks, ltdl_forward
 from .stepper import damped, drift_function, power_body, sim_function
@@ -62,7 +62,12 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
     b = Builder(path=model.path)
     b.budget = budget
     s = system(b, model, route)
-    if route == "aba":
+    if model.drivers:
+        qdd, _, R = driven.solver(b, model, s.H, s.rows, eager)(s.rhs, [kr for _, kr in s.rows],
+                                                               driven.accelerations(model))
+        for k, x in enumerate(R):
+            b.store(f"r[{k}]", x)
+    elif route == "aba":
         qdd = (loop_solve(b, s.kin, s.art, s.rhs, s.bias, s.rows) if s.rows
                else apply_Hinv(b, s.kin, s.art, [s.rhs], [list(enumerate(s.bias))])[0])
     elif s.rows:
@@ -77,7 +82,7 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
 def route_builder(model: Model, route: str, budget: int | None = None) -> Builder:
     """fwd_dyn by `route`, the CRBA's LᵀDL factored eagerly in a function that keeps the emitted order."""
     b = dynamics_builder(model, route, budget=budget)
-    if route == "crba" and not model.loops and schedule.keeps_emitted_order(len(b.live())):
+    if route == "crba" and not model.loops and not model.drivers and schedule.keeps_emitted_order(len(b.live())):
         b = dynamics_builder(model, route, eager=True, budget=budget)
     return b
 
@@ -99,6 +104,8 @@ class Route:
         label = lambda r: ROUTES[r][bool(model.loops)]  # noqa: E731
         others = "; ".join(f"the {label(r)}: " + (f"abandoned past {n} operations" if r in self.abandoned else f"{n}")
                            for r, n in self.flops.items() if r != self.name)
+        if not others:  # a driven model: the partitioned solve is the CRBA's (driven.py)
+            return f"{label(self.name)}, partitioned by {len(model.drivers)} driver(s), {self.flops[self.name]} operations"
         return f"{label(self.name)}, {self.flops[self.name]} operations ({others})"
 
 
@@ -121,6 +128,9 @@ def choose_route(model: Model) -> tuple[Route, Builder]:
     """Both routes built, the one with fewer operations taken (the CRBA's on a tie); the second one built is
     abandoned once it has emitted BUDGET times the first one's operations (no route's dead code is that large,
     so it would not have been taken)."""
+    if model.drivers:  # the partitioned solve is written over H (driven.py)
+        b = route_builder(model, "crba")
+        return Route("crba", {"crba": counted(b)}), b
     first = first_route(model)
     built = {first: route_builder(model, first)}
     flops = {first: counted(built[first])}
@@ -218,7 +228,8 @@ def _names_table(kind: str, names: list[str]) -> str:
 def find_function(model: Model) -> str:
     """Emits fwd_dyn_find: a name's index among POIs, TSDAs, RSDAs or act slots; -1 if the kind has no such name, -2 if
     the kind is none of those. The name matches whole (strcmp on the NUL-terminated string)."""
-    acts = sorted((e.act, e.name) for e in (*model.tsdas, *model.rsdas) if e.act >= 0)
+    acts = sorted([(e.act, e.name) for e in (*model.tsdas, *model.rsdas) if e.act >= 0]
+                  + [(d.act, d.name) for d in model.drivers])
     body = "".join([
         _names_table("poi", [p.name for p in model.pois]),
         _names_table("tsda", [e.name for e in model.tsdas]),
@@ -301,6 +312,8 @@ def constants(p: Passes) -> str:
     m = p.model
     values = {"fwd_dyn_nq": m.nq, "fwd_dyn_nv": m.nv, "fwd_dyn_nact": m.nact, "fwd_dyn_nbody": m.nbody,
               "fwd_dyn_observe_len": p.nobs, "fwd_dyn_bodies_len": BODY_ROW * m.nbody, "fwd_dyn_flops": p.flops}
+    if m.drivers:
+        values["fwd_dyn_ndriver"] = len(m.drivers)
     return "\n" + "".join(CONSTANT[name].definition(v) + "\n" for name, v in values.items())
 
 
@@ -316,21 +329,34 @@ def null_guards(m: Model) -> list[str]:
                      if not used]
 
 
+_REACT_PARAMS = "const double *q, const double *qd, const double *tau, const double *fext, const double *act, " \
+                "double *qdd, double *r"
+
+
 def forward_function(p: Passes) -> tuple[str, str]:
     """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
     scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py), whose
-    definitions it returns apart ("" when unstaged)."""
+    definitions it returns apart ("" when unstaged). A driven model's statements are fwd_dyn_react's, which
+    fwd_dyn calls with its reactions going to a local array."""
     guards = null_guards(p.model)
-    stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
-                           else ([], "", sincos_batch(p.angles) + p.body))
-    return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards) + _indent(dyn)
-                    + "}\n")
+    if not p.model.drivers:
+        stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
+                               else ([], "", sincos_batch(p.angles) + p.body))
+        return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards)
+                                 + _indent(dyn) + "}\n")
+    stages, protos, dyn = (forward_stages(p.angles, p.body, params=_REACT_PARAMS, args="q, qd, tau, fext, act, qdd, r")
+                           if staged(p.body) else ([], "", sincos_batch(p.angles) + p.body))
+    n = len(p.model.drivers)
+    return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn_react"].header() + "\n{\n" + _indent(guards)
+                             + _indent(dyn) + "}\n\n" + FUNCTION["fwd_dyn"].header() + "\n{\n"
+                             + f"    double r[{n}];\n    fwd_dyn_react(q, qd, tau, fext, act, qdd, r);\n}}\n")
 
 
 def batch_functions(p: Passes) -> tuple[str, str]:
     """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py); and
     fwd_dyn_batch4's stage definitions apart ("" when unstaged)."""
-    stages, batch4 = batch4_function(p.model, p.body, p.angles)
+    lanes = [ln for ln in p.body if not ln.startswith("r[")]  # a driven model's reactions: fwd_dyn_react's alone
+    stages, batch4 = batch4_function(p.model, lanes, p.angles)
     return stages, "\n" + batch4 + batch_function(p.model)
 
 

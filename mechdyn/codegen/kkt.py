@@ -33,7 +33,9 @@ from .loops import Row
 
 
 def _slots(model: Model, bodies) -> list[int]:
-    return [model.vidx[i] + k for i in bodies for k in range(model.bodies[i].nv)]
+    """The bodies' velocity coordinates but the driven ones (driven.py moves those to the right-hand side)."""
+    driven = set(model.driven)
+    return [model.vidx[i] + k for i in bodies for k in range(model.bodies[i].nv) if model.vidx[i] + k not in driven]
 
 
 Pivot = tuple[str, int]  # ("v", slot) for a coordinate, ("c", row) for a constraint row
@@ -81,7 +83,7 @@ def elimination_order(model: Model) -> list[Pivot]:
     pivots, waiting = plan(list(range(len(model.loops))), hub)
     placed = {idx for kind, idx in pivots if kind == "v"}
     hub_slots = set(_slots(model, hub))
-    free = [("v", s) for s in range(model.nv - 1, -1, -1) if s not in placed and s not in hub_slots]
+    free = [("v", s) for s in reversed(_slots(model, range(model.nbody))) if s not in placed and s not in hub_slots]
     return free + pivots + [("v", s) for s in sorted(hub_slots, reverse=True)] + [("c", r) for r in sorted(waiting)]
 
 
@@ -108,11 +110,13 @@ def zero_pivot(model: Model | None, pivot: Pivot) -> ValueError:
 
 
 def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: list[Val],
-              order: list[Pivot], multipliers: bool = False, model: Model | None = None) -> list[Val]:
+              order: list[Pivot], multipliers: bool = False, model: Model | None = None,
+              free: list[int] | None = None) -> list[Val]:
     """qdd from the KKT system, by LDLᵀ in `order` (lower-triangle dict H, rows as from loop_rows); with
-    `multipliers`, qdd followed by μ, one per row. A structural zero pivot is an error (zero_pivot) located in
-    `model`, when given."""
-    nv = len(rhs)
+    `multipliers`, qdd followed by μ, one per row. With `free`, the coordinates the order holds (driven.py: the
+    others are not unknowns) and whose qdd is returned, in that order. A structural zero pivot is an error
+    (zero_pivot) located in `model`, when given."""
+    slots = list(range(len(rhs))) if free is None else free
     pos = {node: p for p, node in enumerate(order)}
     at = lambda kind, idx: pos[kind, idx]  # noqa: E731
     # T[j][i]: the terms of entry (i, j), i >= j, permuted; an entry is summed (Builder.sum) when its column is
@@ -152,4 +156,4 @@ def kkt_solve(b: Builder, H: dict[tuple[int, int], Val], rows: list[Row], rhs: l
     x = [b.mul(y[k], Dinv[k]) for k in range(len(order))]
     for k in range(len(order) - 1, -1, -1):  # Lᵀ x = D⁻¹ z
         x[k] = b.sum(x[k], *(b.neg(b.mul(l, x[i])) for i, l in L[k].items()))
-    return [x[at("v", s)] for s in range(nv)] + ([x[at("c", r)] for r in range(len(rows))] if multipliers else [])
+    return [x[at("v", s)] for s in slots] + ([x[at("c", r)] for r in range(len(rows))] if multipliers else [])

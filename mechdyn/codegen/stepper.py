@@ -146,6 +146,18 @@ def sim_function(model: Model, power: list[str]) -> str:
 {{
 {body}}}
 """
+    if model.drivers:
+        return f"""{power_fn}
+/* A driven model steps in mechdyn/sim (step.c, galpha.c), which evaluates the drivers' motions at every stage;
+ * this stepper cannot, so it takes no step and records nothing. */
+{FUNCTION['fwd_dyn_sim'].header()}
+{{
+    (void)scheme, (void)nsteps, (void)t0, (void)dt, (void)q, (void)qd, (void)qdd_prev, (void)nsched, (void)dt_sched;
+    (void)tau, (void)fext, (void)act, (void)stride, (void)traj_q, (void)traj_qd, (void)work, (void)traj_work;
+    *done = 0;
+    return -1;
+}}
+"""
     # the trapezoid's end powers: p0 at the step's start (the call's start, then the last step's end), p1 at its end
     p_start = "    double p0, p1;\n    fwd_dyn_power(q, qd, &p0);\n" if power else ""
     p_step = ("            fwd_dyn_power(q, qd, &p1);\n"

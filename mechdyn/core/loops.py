@@ -7,6 +7,7 @@ origin, applied to the successor, −T to the predecessor) with φ̇ = Tᵀ(v_s 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -102,9 +103,12 @@ class AssemblyError(ValueError):
     """The loops cannot be closed from the given configuration."""
 
 
-def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) -> np.ndarray:
-    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm steps taken in velocity space."""
+def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50,
+              held: Sequence[int] = ()) -> np.ndarray:
+    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm steps taken in velocity space, the velocity
+    coordinates `held` (a driver's) left where they are."""
     q = np.array(q, dtype=float)
+    free = np.setdiff1d(np.arange(model.nv), held)
     for _ in range(maxit):
         phi, K = closure(model, q)
         if not phi.size or np.max(np.abs(phi)) <= tol:
@@ -114,7 +118,8 @@ def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) 
             lp = loop_of_row(model, int(np.argmax(bad)))
             raise AssemblyError(f"loop '{lp.name}' (line {lp.line}) does not close: the Gauss-Newton iteration "
                                 "diverged to non-finite residuals")
-        dv = scipy.linalg.lstsq(K, -phi, cond=1e-12)[0]
+        dv = np.zeros(model.nv)
+        dv[free] = scipy.linalg.lstsq(K[:, free], -phi, cond=1e-12)[0]
         q = integrate(model, q, dv, 1.0)  # the quaternion tangent map, via the integration rule
     phi, _ = closure(model, q)
     worst = int(np.argmax(np.abs(phi)))
@@ -122,12 +127,16 @@ def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) 
                         f"does not close: residual {abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
 
 
-def project_qd(model: Model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """The qd nearest to the given one (Euclidean) with K qd = 0."""
+def project_qd(model: Model, q: np.ndarray, qd: np.ndarray, held: Sequence[int] = ()) -> np.ndarray:
+    """The qd nearest to the given one (Euclidean) with K qd = 0, its `held` entries (a driver's rates) kept."""
     _, K = closure(model, q)
+    qd = np.array(qd, dtype=float)
     if not K.size:
-        return np.array(qd, dtype=float)
-    return qd - K.T @ scipy.linalg.lstsq(K @ K.T, K @ qd, cond=1e-12)[0]
+        return qd
+    free = np.setdiff1d(np.arange(model.nv), held)
+    Kf = K[:, free]
+    qd[free] -= Kf.T @ scipy.linalg.lstsq(Kf @ Kf.T, K @ qd, cond=1e-12)[0]
+    return qd
 
 
 def loop_of_row(model: Model, row: int) -> Loop:
@@ -183,3 +192,16 @@ def redundant_rows(model: Model, q: np.ndarray) -> tuple[list[int], int]:
                 basis.append(row / norm)
             k += 1
     return redundant, len(basis)
+
+
+def reach_fault(model: Model, q: np.ndarray, held: Sequence[int], iq: int, offsets: Sequence[float]) -> str | None:
+    """None if the loops close with q[iq] moved by each of `offsets` and the velocity coordinates `held` (the
+    drivers') kept, else why not: the AssemblyError's message at the first offset that fails."""
+    for f in offsets:
+        qf = np.array(q, dtype=float)
+        qf[iq] += f
+        try:
+            project_q(model, qf, held=held)
+        except AssemblyError as e:
+            return f"at {f:+.6g} from the design pose the loops cannot close ({e})"
+    return None

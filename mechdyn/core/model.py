@@ -11,6 +11,7 @@ from typing import Literal
 
 import numpy as np
 
+from .motion import Motion
 from .spatial import R_to_quat, triad
 
 BASE = -1  # parent index of a body attached to the fixed base
@@ -149,6 +150,17 @@ class Rsda:
 
 
 @dataclass(frozen=True)
+class Driver:
+    """A tree joint's coordinate prescribed as q = q_design + f(t) (mechdyn/core/motion.py); the generated solve
+    takes its f'' from act slot `act` and returns the generalized force the driver exerts (docs/generator.md)."""
+    name: str
+    body: int  # the driven joint is this body's (revolute or prismatic)
+    motion: Motion
+    act: int  # the act slot of f''
+    line: int
+
+
+@dataclass(frozen=True)
 class Roller:
     body: int
     radius: float
@@ -214,6 +226,7 @@ class Model:
     rsdas: tuple[Rsda, ...] = ()
     tracks: tuple[Track, ...] = ()
     ground: Ground | None = None
+    drivers: tuple[Driver, ...] = ()
     q_design: np.ndarray | None = None  # the design pose closed onto the loops, set on load
     # derived layout, filled by __post_init__
     qidx: tuple[int, ...] = field(init=False)  # first q slot of each body
@@ -243,7 +256,20 @@ class Model:
 
     @property
     def nact(self) -> int:
-        return sum(1 for e in (*self.tsdas, *self.rsdas) if e.act >= 0)
+        """act slots: the elements' inputs, then one per driver (its f'')."""
+        return sum(1 for e in (*self.tsdas, *self.rsdas) if e.act >= 0) + len(self.drivers)
+
+    @property
+    def driven(self) -> tuple[int, ...]:
+        """The velocity slots the drivers prescribe, in driver order."""
+        return tuple(self.vidx[d.body] for d in self.drivers)
+
+    def driver_index(self, name: str) -> int:
+        """Index of the driver called `name` (KeyError if none)."""
+        for k, d in enumerate(self.drivers):
+            if d.name == name:
+                return k
+        raise KeyError(name)
 
     @property
     def mobility(self) -> int:

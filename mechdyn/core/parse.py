@@ -21,8 +21,9 @@ from typing import Any, NamedTuple, NoReturn
 import numpy as np
 
 from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
-from .loops import AssemblyError, loop_of_row, closure, project_q
-from .model import BASE, LOOP_NC, Body, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
+from .loops import AssemblyError, closure, loop_of_row, project_q, reach_fault
+from . import motion
+from .model import BASE, LOOP_NC, Body, Driver, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
 from .spatial import quat_to_R, rpy_to_R, signed_permutation
 from .tracks import expand_tracks
 
@@ -108,7 +109,10 @@ ACCELERATION = Bound("gravity component", "m/s^2", 1e-9, 1e4)
 TIME = Bound("time constant", "s", 1e-6, 1e6)
 FRICTION = Bound("friction coefficient", "", 1e-9, 1e3)
 ANGLE = Bound("angle", "rad", 1e-9, 2 * math.pi)
-BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION, ANGLE)
+FREQUENCY = Bound("frequency", "Hz", 1e-6, 1e4)
+RATE = Bound("rate", "m/s or rad/s", 1e-9, 1e4)
+BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION, ANGLE,
+          FREQUENCY, RATE)
 
 
 def _number(tok: str, w: _Where, bound: Bound, positive: bool = False) -> float:
@@ -326,6 +330,18 @@ def _heights(f: list[str], w: _Where) -> np.ndarray:
     return _vec(LENGTH)(f, w)
 
 
+def _sine(f: list[str], w: _Where) -> tuple[float, ...]:
+    return (_number(f[0], w, COORDINATE), _nonneg(FREQUENCY)(f[1:], w), _number(f[2], w, ANGLE))
+
+
+def _sweep(f: list[str], w: _Where) -> tuple[tuple[float, ...], bool]:
+    if len(f) == 5 and f[4] not in ("linear", "log"):
+        raise _Invalid(f"unknown sweep '{f[4]}' for {w}; expected linear or log{_hint(f[4], ('linear', 'log'))}")
+    freq = _positive(FREQUENCY)
+    return (_number(f[0], w, COORDINATE), freq(f[1:], w), freq(f[2:], w), _positive(TIME)(f[3:], w)), \
+        len(f) == 5 and f[4] == "log"
+
+
 def _poi(f: list[str], w: _Where) -> tuple[str, str, np.ndarray]:
     return _name(f, w), _name(f[1:], w), _POSITION(f[2:], w)
 
@@ -413,8 +429,20 @@ _GROUND = {
     "kt": _Key("kt", (1,), _nonneg(STIFFNESS)),
     "mu": _Key("mu", (1,), _nonneg(FRICTION), required=True),
 }
+_DRIVER = {
+    "joint": _Key("BODY", (1,), _name, required=True),
+    "constant": _Key("value", (1,), _scalar(COORDINATE)),
+    "ramp": _Key("rate", (1,), _scalar(RATE)),
+    "sine": _Key("amplitude frequency phase", (3,), _sine),
+    "sweep": _Key("amplitude f0 f1 duration [linear|log]", (4, 5), _sweep),
+    "table": _Key("FILE", (1,), lambda f, w: f[0]),
+    "start": _Key("t", (1,), _nonneg(TIME), default=0.0),
+    "blend": _Key("T", (1,), _positive(TIME), default=0.0),
+}
+_MOTIONS = ("constant", "ramp", "sine", "sweep", "table")
 _BLOCKS: dict[str, dict[str, _Key]] = {
     "body": _BODY, "loop": _LOOP, "tsda": _TSDA, "rsda": _RSDA, "track": _TRACK, "ground": _GROUND,
+    "driver": _DRIVER,
 }
 _KEYWORDS = (*_TOP, *_BLOCKS)
 
@@ -474,7 +502,8 @@ def _read(text: str, path: str) -> tuple[list[_Stmt], dict[str, tuple[Any, int]]
                     else:
                         settings[kw] = (value, ln)
                 elif kw == "end":
-                    fail("'end' outside any block; expected it to close a body, loop, tsda, rsda, track or ground")
+                    fail("'end' outside any block; expected it to close a body, loop, tsda, rsda, track, ground or "
+                         "driver")
                 else:
                     owners = [k for k, keys in _BLOCKS.items() if kw in keys]
                     if owners:
@@ -555,6 +584,7 @@ class _Builder:
         self.rsdas: list[Rsda] = []
         self.tracks: list[Track] = []
         self.ground: Ground | None = None
+        self.drivers: list[Driver] = []
         self.nact = 0
 
     def fail(self, line: int, msg: str) -> NoReturn:
@@ -566,15 +596,19 @@ class _Builder:
                 self.add_body(s)
         if not self.bodies:
             self.fail(1, "no body declared; expected at least one 'body NAME' block")
-        for s in self.stmts:
-            if s.kind != "body":
+        for s in self.stmts:  # drivers last: their act slots follow the elements'
+            if s.kind not in ("body", "driver"):
                 getattr(self, f"add_{s.kind}")(s)
+        for s in self.stmts:
+            if s.kind == "driver":
+                self.add_driver(s)
         return Model(
             name=name, path=self.path, source=text,
             gravity=settings.get("gravity", (_DEFAULT_GRAVITY,))[0],
             stab=settings.get("stab", (_DEFAULT_STAB,))[0],
             bodies=tuple(self.bodies), pois=tuple(self.pois), loops=tuple(self.loops),
             tsdas=tuple(self.tsdas), rsdas=tuple(self.rsdas), tracks=tuple(self.tracks), ground=self.ground,
+            drivers=tuple(self.drivers),
         )
 
     # -- helpers
@@ -703,6 +737,66 @@ class _Builder:
         self.rsdas.append(Rsda(name=s.name, body=body, k=v["k"], c=v["c"], q0=v["q0"],
                                act=self.act_slot(s), line=s.line))
 
+    def add_driver(self, s: _Stmt) -> None:
+        self.unique(s)
+        v = s.vals
+        body = self.body_ref(v["joint"], s.at("joint"), f"'joint' in {s.label}", allow_base=False)
+        if self.bodies[body].joint == "floating":
+            self.fail(s.at("joint"), f"{s.label} drives floating body '{v['joint']}'; expected a body with a "
+                                     "revolute or prismatic joint (a floating joint has no one coordinate)")
+        if (other := next((d for d in self.drivers if d.body == body), None)) is not None:
+            self.fail(s.at("joint"), f"{s.label} drives body '{v['joint']}', already driven by driver "
+                                     f"'{other.name}' (line {other.line}); expected one driver per coordinate")
+        given = [k for k in _MOTIONS if v.get(k) is not None]
+        if len(given) > 1:
+            self.fail(s.at(given[1]), f"{s.label} has two motions, '{given[0]}' (line {s.at(given[0])}) and "
+                                      f"'{given[1]}'; expected one of {', '.join(_MOTIONS)}")
+        kind = given[0] if given else "constant"
+        when = {"start": v["start"], "blend": v["blend"]}
+        try:
+            if kind == "table":
+                t, x = self.table(v["table"], s)
+                m = motion.table(t, x, **when)
+            elif kind == "sweep":
+                params, log = v["sweep"]
+                m = motion.Motion("sweep", params, log=log, **when)
+            else:
+                params = v[kind] if given else 0.0
+                m = motion.Motion(kind, tuple(params) if kind == "sine" else (params,), **when)
+        except motion.MotionError as e:
+            self.fail(s.at(kind) if given else s.line, f"{s.label}: {e}")
+        self.drivers.append(Driver(name=s.name, body=body, motion=m, act=self.nact, line=s.line))
+        self.nact += 1
+
+    def table(self, name: str, s: _Stmt) -> tuple[np.ndarray, np.ndarray]:
+        """The (t, value) columns of a driver's table file, relative to the .mech file's folder; a MechError at
+        the file's own line for a bad row, at the driver's `table` line for a missing or short file."""
+        base = Path(self.path).parent if self.path != "<string>" else Path.cwd()
+        file = base / name
+        if not file.is_file():
+            self.fail(s.at("table"), f"{s.label}: table file '{file}' does not exist; expected a text file of "
+                                     "rows 't value'")
+        rows, lines = [], []
+        for ln, raw in enumerate(file.read_text(errors="replace").split("\n"), 1):
+            toks = raw.split("#", 1)[0].split()
+            if not toks:
+                continue
+            if len(toks) != 2 or not all(_NUMBER.fullmatch(t) for t in toks):
+                raise MechError(str(file), ln, f"table row '{raw.strip()[:60]}' of {s.label}; expected two "
+                                               "numbers, 't value'")
+            row = [float(t) for t in toks]
+            if not all(map(math.isfinite, row)):
+                raise MechError(str(file), ln, f"table row of {s.label} is not finite; expected finite numbers")
+            if rows and row[0] <= rows[-1][0]:
+                raise MechError(str(file), ln, f"table time {toks[0]} of {s.label} does not come after "
+                                               f"{rows[-1][0]:g} (line {lines[-1]}); expected times that increase")
+            rows.append(row)
+            lines.append(ln)
+        if len(rows) < 2:
+            self.fail(s.at("table"), f"{s.label}: table file '{file}' has {len(rows)} row(s); expected at least 2")
+        t, x = np.array(rows).T
+        return t, x
+
     def add_track(self, s: _Stmt) -> None:
         self.unique(s)
         v = s.vals
@@ -808,9 +902,35 @@ def _check_design_pose(model: Model) -> None:
             found.append((e.line, f"tsda '{e.name}' joins poi '{a.name}' and poi '{b.name}', {where}; expected them "
                                   f"more than {tol:.3g} m apart there: a spring of zero length has no direction"))
             break
+    if model.drivers and model.loops and not found:
+        found += _driver_faults(model, q)
     if found:
         line, msg = min(found)
         raise MechError(model.path, line, msg)
+
+
+def _driver_faults(model: Model, q: np.ndarray) -> list[tuple[int, str]]:
+    """(line, message) for the first driver that over-constrains the loops at the design pose (the rows lose
+    rank once its coordinate, and the earlier drivers', are prescribed), and for each driver whose motion takes
+    its coordinate where the loops cannot close (either end of its range, the other drivers at the design pose)."""
+    _, K = closure(model, q)
+    rank = np.linalg.matrix_rank(K, tol=1e-9 * max(1.0, np.abs(K).max()))
+    held: list[int] = []
+    for d in model.drivers:
+        held.append(model.vidx[d.body])
+        Kf = np.delete(K, held, axis=1)
+        if np.linalg.matrix_rank(Kf, tol=1e-9 * max(1.0, np.abs(K).max())) < rank:
+            lp = loop_of_row(model, int(np.argmax(np.abs(K[:, held[-1]]))))
+            return [(d.line, f"driver '{d.name}' over-constrains the loops: with its coordinate prescribed the "
+                             f"rows lose rank at the design pose (loop '{lp.name}', line {lp.line}, moves it); "
+                             "expected a coordinate the loops leave free")]
+    faults = []
+    for d in model.drivers:
+        why = reach_fault(model, q, held, model.qidx[d.body], motion.reach(d.motion))
+        if why:
+            faults.append((d.line, f"driver '{d.name}' ({d.motion.describe()}) is out of its joint's reach: {why}; "
+                                   "expected a motion the mechanism can follow"))
+    return faults
 
 
 _ROW_NAMES = {"x": "x_p", "y": "y_p", "z": "z_p", "u": "u", "w": "w", "as": "a_s", "ws": "w_s"}

@@ -23,7 +23,8 @@ from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
 from . import implicit as imp
 from . import native
-from .run import IMPLICIT, SimulationDiverged, Trajectory, _schedules, step_count
+from .drivers import DriverSet
+from .run import IMPLICIT, SimulationDiverged, Trajectory, _schedules, driver_records, step_count
 
 SAMPLES = 90  # steps per contact period (docs/simulation.md "The step")
 RAMP_GROUND = 0.02  # s over which the ground's gains ramp in from q0
@@ -246,10 +247,16 @@ class ContactSim:
         qd = np.array(real_array("qd0", qd0, (dyn.nv,)))
         dyn._check_quaternions("q0", q)
         nrec = nsteps // stride
+        drv, act0 = None, None if act_s is None else act_s[0]
+        if dyn.ndriver:  # each run packs the motions as they are now (Dynamics.set_motion)
+            q, qd, act0 = dyn.driven_state(q, qd, t0, act0)
+            drv = DriverSet(dyn, self.ffi)
+            self._plant.drv = self._ga.plant.drv = drv.struct
         Q, QD, A = np.empty((nrec + 1, dyn.nq)), np.empty((nrec + 1, dyn.nv)), np.zeros((nrec + 1, len(AUX)))
         Q[0], QD[0] = q, qd
+        R = driver_records(dyn, drv, q, qd, tau_s[0], None, act0, nrec)
         A[0] = self.metrics(q, qd)
-        qdd_prev = self._first_qdd(q, qd, tau_s[0], None if act_s is None else act_s[0], dt, t0) if self.predictor \
+        qdd_prev = self._first_qdd(q, qd, tau_s[0], act0, dt, t0) if self.predictor \
             else np.zeros(dyn.nv)
         work, done_c, timers = np.zeros(1), self.ffi.new("long *"), np.zeros(len(STAGES))
         sc, keep = self._scene()
@@ -265,6 +272,8 @@ class ContactSim:
             while done < nsteps:
                 n = min(chunk, nsteps - done)
                 start = time.perf_counter()
+                if drv:
+                    drv.record(R[rec:])
                 got = self.lib.md_sim_contact(
                     self._plant, sc, SCHEMES.get(scheme, GALPHA), n, t0 + done * dt, dt, buf(q), buf(qd), buf(qdd_prev),
                     nsched, dt_sched if nsched > 1 else 1.0, buf(tau_s),
@@ -278,14 +287,14 @@ class ContactSim:
                 done += done_c[0]
                 bar.update(done_c[0])
                 if done_c[0] < n:
-                    part = self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+                    part = self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed, R)
                     if scheme in IMPLICIT and self._ga.status == 4:
                         raise MemoryError(f"{dyn.model.name}: the implicit step's workspace could not be allocated")
                     if scheme in IMPLICIT and self._ga.status > 1:
                         raise imp.NewtonFailed(dyn.model.name, t0 + done * dt, imp.WHY[self._ga.status], part)
                     raise SimulationDiverged(dyn.model.name, done + 1, t0 + (done + 1) * dt, part)
         del keep
-        return self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed)
+        return self._result(rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed, R)
 
     def _implicit(self, sc, scheme: str, opts: imp.Implicit, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """Hand the scene the implicit scheme's settings and carried state (md_implicit); the true acceleration it
@@ -321,10 +330,10 @@ class ContactSim:
             tau[iv] -= b.k * (q[iq] - b.q0) + b.c * qd[iv]
         return self.dyn.forward(q, qd, tau, fext, act)
 
-    def _result(self, rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed) -> ContactRun:
+    def _result(self, rec, stride, dt, scheme, t0, Q, QD, A, seconds, timers, timed, R=None) -> ContactRun:
         newton = imp.stats(self._ga_arrays["stats"]) if scheme in IMPLICIT else None
         return ContactRun(t0 + np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, A[:rec, 0], newton,
-                          aux=A[:rec], seconds=seconds, stages=dict(zip(STAGES, timers.tolist())) if timed else {})
+                          None if R is None else R[:rec, :-1], None if R is None else R[:rec, -1], aux=A[:rec], seconds=seconds, stages=dict(zip(STAGES, timers.tolist())) if timed else {})
 
     def metrics(self, q, qd) -> np.ndarray:
         """The AUX row at (q, qd) with no step taken: no work, wrench or impulse but the carried impulse."""

@@ -20,6 +20,7 @@ typedef struct {
     const int *iq, *iv;    /* per joint: its first q and qd slot */
     md_ga_derivs_fn derivs; /* the model's fwd_dyn_derivs: qdd with its derivatives, the residual and its matrix */
     md_ga_power_fn power;  /* the model's dampers' dissipated power into out[0] */
+    md_drivers *drv;       /* the model's drivers (motion.c), NULL: none */
 } md_ga_plant;
 
 typedef struct {
@@ -233,6 +234,7 @@ typedef struct {
     double *qn, *vn, *an, *fn, *D, *x, *J, *dq, *dqd, *dtau, *dact, *dfext, *T, *r, *qs, *vs, *as;
     int *piv;
     double *pool;
+    double t1;             /* the step's end time, where the drivers' schedules are read */
 } ga_work;
 
 /* w's arrays for plant m: 0, or -1 out of memory (nothing to free then) */
@@ -247,6 +249,7 @@ static int ga_alloc(const md_ga_plant *m, ga_work *w)
         return -1;
     }
     double *p = w->pool;
+    w->t1 = 0.0;
     double **vec[] = {&w->vn, &w->an, &w->fn, &w->D, &w->x, &w->r, &w->qs, &w->vs, &w->as};
     w->qn = p; p += nq;
     for (unsigned i = 0; i < sizeof vec / sizeof *vec; ++i) { *vec[i] = p; p += nv; }
@@ -303,6 +306,17 @@ static void ga_state(const md_ga_plant *m, const md_ga_opts *o, ga_work *w, doub
         if (m->kind[j]) md_ga_exp(w->qn + m->iq[j], w->D + m->iv[j], q + m->iq[j]);
         else q[m->iq[j]] = w->qn[m->iq[j]] + w->D[m->iv[j]];
     }
+    /* a driven coordinate is no unknown: its q, v and acceleration are its schedule's at the step's end */
+    for (int k = 0; m->drv && k < m->drv->n; ++k) {
+        const md_driver *d = m->drv->d + k;
+        double f[3];
+        md_motion_eval(d->motion, w->t1, f);
+        q[d->iq] = d->q0 + f[0];
+        v[d->iv] = f[1];
+        w->x[d->iv] = f[2];
+        a[d->iv] = w->as[d->iv] + ca * f[2];
+        w->D[d->iv] = q[d->iq] - w->qn[d->iq];
+    }
 }
 
 /* Newton's system at the state (q, v) of w->x: the residual w->r = f(q, v) − x (f into f) and the iteration matrix
@@ -332,6 +346,8 @@ static void ga_system(const md_ga_plant *m, const md_ga_opts *o, ga_work *w, dou
         w->r[i] = f[i] - w->x[i];
         for (int k = 0; k < nv; ++k) w->J[i * nv + k] = gp * w->dqd[i * nv + k] + bp * w->dq[i * nv + k] - (i == k);
     }
+    for (int k = 0; m->drv && k < m->drv->n; ++k)  /* x_d moves nothing (ga_state): its column is −e_d */
+        for (int i = 0; i < nv; ++i) w->J[i * nv + m->drv->d[k].iv] = -(double)(i == m->drv->d[k].iv);
 }
 
 /* One step of size h from (qn, vn, fn = qdd_n, an = the pseudo-acceleration) into (q, v, f, a), Newton on the
@@ -490,8 +506,16 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
         *status = 4;
         return 0;
     }
-    double wk = *work, p0 = 0.0, p1 = 0.0;
+    double wk = *work, p0 = 0.0, p1 = 0.0, pd0 = 0.0;
     m->power(q, qd, &p0);
+    md_drivers *drv = m->drv;
+    if (drv) {  /* the drivers' power at the start, for the trapezoid of their work */
+        const double *u, *fe, *ac;
+        ga_inputs(m, nsched, dt_sched, t0, tau, fext, act, &u, &fe, &ac);
+        ac = md_drive(drv->d, drv->n, m->nact, t0, ac, drv->act, NULL, NULL);
+        drv->react(q, qd, u, fe, ac, w.r, drv->r);
+        pd0 = md_drive_power(drv->d, drv->n, t0, drv->r);
+    }
     long k = 0, nrec = 0;
     double h = o->adaptive ? (stats[6] > 0.0 ? stats[6] : dt) : dt;
     *status = 0;
@@ -504,6 +528,8 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             ga_save(m, &w, q, qd, qdd, acc);
             const double *u, *fe, *ac;
             ga_inputs(m, nsched, dt_sched, t + 0.5 * hs, tau, fext, act, &u, &fe, &ac);
+            w.t1 = t + hs;
+            if (drv) ac = md_drive(drv->d, drv->n, m->nact, w.t1, ac, drv->act, NULL, NULL);
             double lastdv = 0.0;
             const int it = ga_step(m, o, &w, hs, u, fe, ac, q, qd, qdd, acc, conv, &lastdv);
             double err = 0.0;
@@ -529,6 +555,12 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             }
             wk = w1;
             p0 = p1;
+            if (drv) {  /* the reactions at the step's end, where its equations hold */
+                drv->react(q, qd, u, fe, ac, w.r, drv->r);
+                const double pd1 = md_drive_power(drv->d, drv->n, w.t1, drv->r);
+                drv->work[0] += 0.5 * hs * (pd0 + pd1);
+                pd0 = pd1;
+            }
             t += hs;
             ga_count(stats, it, hs, lastdv);
             if (o->adaptive) ga_grow(o, err, hs, last, &h);
@@ -538,6 +570,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             memcpy(traj_q + nrec * nq, q, sizeof(double) * nq);
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
             traj_work[nrec] = wk;
+            md_drive_record(drv, nrec);
             ++nrec;
         }
     }

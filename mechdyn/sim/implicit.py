@@ -133,9 +133,13 @@ class NewtonStats:
 
 def compile(text: str | None = None) -> ModuleType:  # noqa: A001  (the module's verb)
     """The cffi module of galpha.c's text (a test's planted copy; the product's where None)."""
+    from .drivers import motion_source  # here: drivers.py imports dynamics, which this module's users import first
+
     text = _SOURCE.read_text() if text is None else text
+    motion = motion_source()
     (decl,) = api(text)
-    return build_source("galpha", decl, text)
+    (motion_api,) = api(motion)
+    return build_source("galpha", motion_api + decl, motion + "\n" + text)
 
 
 @cache

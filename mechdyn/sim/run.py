@@ -12,6 +12,7 @@ from mechdyn.core.sample import states
 from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
 from . import implicit as imp
+from .drivers import DriverSet
 
 IMPLICIT = ("galpha", "hht")  # the implicit schemes (implicit.py); SCHEMES holds the explicit ones
 
@@ -27,6 +28,8 @@ class Trajectory:
     scheme: str
     dissipated: np.ndarray  # (n,) J the dampers dissipated since t[0], integrated in C at every step
     newton: imp.NewtonStats | None = None  # the implicit schemes' Newton corrections and steps
+    reactions: np.ndarray | None = None  # (n, ndriver) a driven model's drivers' reactions (N or N m)
+    work_driver: np.ndarray | None = None  # (n,) J the drivers did since t[0], ∫ r·ḟ dt integrated in C
 
 
 class SimulationDiverged(RuntimeError):
@@ -106,6 +109,13 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
         if not real_scalar("dt_sched", dt_sched) > 0:
             raise ValueError(f"dt_sched is {dt_sched}, expected > 0")
     q, qd = np.array(real_array("q0", q0, (dyn.nq,))), np.array(real_array("qd0", qd0, (dyn.nv,)))
+    if dyn.ndriver and scheme in SCHEMES:  # the drivers are stepped by the contact loop, with no contact
+        if fext is not None:
+            raise ValueError(f"model '{dyn.model.name}' is driven: its explicit steppers take tau and act, not fext")
+        from .contact import ContactSim  # here: contact.py builds on this module
+
+        return ContactSim(dyn, ramp_ground=0.0, ramp_band=0.0).run(q, qd, T, dt, scheme, stride, tau=tau, act=act,
+                                                                    dt_sched=dt_sched, progress=progress)
     if scheme in IMPLICIT:
         if implicit is not None and implicit.refresh is not None:
             raise ValueError("refresh is the contact loop's setting (its matrix is built by differences): this "
@@ -161,9 +171,10 @@ def _chunked(dyn: Dynamics, nsteps: int, stride: int, progress: bool, advance: C
 
 
 def _trajectory(rec: int, stride: int, dt: float, scheme: str, Q: np.ndarray, QD: np.ndarray, W: np.ndarray,
-                newton: imp.NewtonStats | None = None) -> Trajectory:
-    """The first rec rows recorded."""
-    return Trajectory(np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, W[:rec], newton)
+                newton: imp.NewtonStats | None = None, R: np.ndarray | None = None) -> Trajectory:
+    """The first rec rows recorded (R: the drivers' records, driver_records)."""
+    return Trajectory(np.arange(rec) * stride * dt, Q[:rec], QD[:rec], dt, scheme, W[:rec], newton,
+                      None if R is None else R[:rec, :-1], None if R is None else R[:rec, -1])
 
 
 def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd: np.ndarray, nsteps: int,
@@ -174,14 +185,22 @@ def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd:
     ffi, lib = st.mod.ffi, st.mod.lib
     o = st.options(scheme, opts)
     buf = lambda a: ffi.NULL if a is None else ffi.from_buffer("double[]", a)  # noqa: E731
-    qdd, acc = imp.start(dyn, q, qd, tau_c[0], _first(fext_c), _first(act_c))
+    drv, act0 = None, _first(act_c)
+    if dyn.ndriver:
+        q[:], qd[:], act0 = dyn.driven_state(q, qd, 0.0, act0)
+        drv = DriverSet(dyn, ffi)
+        st.plant.drv = drv.struct
+    qdd, acc = imp.start(dyn, q, qd, tau_c[0], _first(fext_c), act0)
     Q, QD, W = _records(dyn, q, qd, nsteps // stride)
+    R = driver_records(dyn, drv, q, qd, tau_c[0], _first(fext_c), act0, nsteps // stride)
     raw, work = np.zeros(imp.STATS), np.zeros(1)
     conv, status = np.zeros(o.max_iter), ffi.new("int *")
     rec = 1
 
     def advance(done: int, k: int) -> int:
         nonlocal rec
+        if drv:
+            drv.record(R[rec:])
         ok = lib.md_ga_sim(st.plant, o, k, done * dt, dt, *map(buf, (q, qd, qdd, acc)), n, dt_sched,
                            *map(buf, (tau_c, fext_c, act_c)), stride, *map(buf, (Q[rec:], QD[rec:], W[rec:])),
                            buf(work), buf(raw), buf(conv), status)
@@ -190,11 +209,21 @@ def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd:
 
     done = _chunked(dyn, nsteps, stride, progress, advance)
     if status[0]:
-        partial = _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
+        partial = _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw), R)
         if status[0] == 1:
             raise SimulationDiverged(dyn.model.name, done + 1, (done + 1) * dt, partial)
         raise imp.NewtonFailed(dyn.model.name, done * dt, imp.WHY[status[0]], partial)
-    return _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw))
+    return _trajectory(rec, stride, dt, scheme, Q, QD, W, imp.stats(raw), R)
+
+
+def driver_records(dyn: Dynamics, drv: DriverSet | None, q, qd, tau, fext, act, nrec: int) -> np.ndarray | None:
+    """A driven run's (nrec + 1, ndriver + 1) records of the drivers' reactions and work, row 0 at the start
+    (q, qd with act's driver slots set): what DriverSet.record hands C (None when nothing is driven)."""
+    if drv is None:
+        return None
+    R = np.zeros((nrec + 1, drv.n + 1))
+    R[0, :-1] = dyn.react(q, qd, tau, fext, act)[1]
+    return R
 
 
 def initial_state(dyn: Dynamics, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

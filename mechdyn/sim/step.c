@@ -18,6 +18,7 @@ typedef struct {
     md_rows_fn bodies;     /* fwd_dyn_bodies */
     md_drift_fn drift;     /* fwd_dyn_drift */
     md_rows_fn power;      /* fwd_dyn_power: the model's dampers' dissipated power into out[0] */
+    md_drivers *drv;       /* the model's drivers (motion.c; fwd_dyn_react called instead of fwd_dyn), NULL: none */
 } md_plant;
 
 typedef struct {
@@ -154,7 +155,8 @@ static void sim_rhs(const md_plant *m, const md_scene *sc, const double *q, cons
     sim_contact(m, sc, q, v, dt, t, W, timers, mark);
     memcpy(sc->tau, u, sizeof(double) * m->nv);
     sim_brakes(sc, q, v, sc->tau);
-    m->fwd_dyn(q, v, sc->tau, sc->fext, ac, F);
+    if (m->drv) m->drv->react(q, v, sc->tau, sc->fext, ac, F, m->drv->r);
+    else m->fwd_dyn(q, v, sc->tau, sc->fext, ac, F);
     sim_lap(timers, 3, mark);
 }
 
@@ -373,7 +375,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
     const int nq = m->nq, nv = m->nv;
     const long nanch = sim_anchor_count(sc);
     const double am = o->alpha_m, af = o->alpha_f;
-    double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, lastdv = 0.0;
+    double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, lastdv = 0.0, pd0 = 0.0;
     double mark = timers ? sim_now() : 0.0;
     ga_work gw;
     long nrec = 0, k = 0;
@@ -388,6 +390,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
     if (!G->started || (sc->dissipation && !G->pc_valid)) {
         const double *u, *fe, *ac;
         ga_inputs(&G->plant, nsched, dt_sched, t0, tau, NULL, act, &u, &fe, &ac);
+        if (m->drv) ac = md_drive(m->drv->d, m->drv->n, m->nact, t0, ac, m->drv->act, NULL, NULL);
         if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);  /* this look leaves them as they are */
         sim_rhs(m, sc, q, qd, dt, t0, u, ac, sc->qdd, W, timers, &mark);
         G->pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t0),
@@ -400,6 +403,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
         }
         if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
     }
+    if (m->drv) pd0 = md_drive_power(m->drv->d, m->drv->n, t0, m->drv->r);
     G->pc_valid = sc->dissipation;
     double hp = o->adaptive && G->stats[6] > 0.0 ? G->stats[6] : dt;  /* the adaptive step's proposal */
     G->status = 0;
@@ -411,6 +415,8 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             const double h = ga_substep(o, &hp, t, tend, dt, &landed);
             const double *u, *fe, *ac;
             ga_inputs(&G->plant, nsched, dt_sched, t + 0.5 * h, tau, NULL, act, &u, &fe, &ac);
+            gw.t1 = t + h;
+            if (m->drv) ac = md_drive(m->drv->d, m->drv->n, m->nact, gw.t1, ac, m->drv->act, NULL, NULL);
             ga_save(&G->plant, &gw, q, qd, qdd_prev, G->acc);
             if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
             /* the equations hold at the step's end */
@@ -447,6 +453,11 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
                                                                sim_ramp(sc->ramp_band, t + h)) : 0.0;
             w = w1, p0 = p1;
             if (sc->dissipation) wc += 0.5 * h * (G->pc + pc), G->pc = pc;
+            if (m->drv) {  /* the reactions of the step's last evaluation, at its end */
+                const double pd1 = md_drive_power(m->drv->d, m->drv->n, t + h, m->drv->r);
+                m->drv->work[0] += 0.5 * h * (pd0 + pd1);
+                pd0 = pd1;
+            }
             /* the impulse the scheme applies: its pseudo-wrench, by the recurrence the pseudo-acceleration follows */
             for (int i = 0; i < 6; ++i) {
                 const double bar = ((1.0 - af) * W[i] + af * G->wrench[i] - am * G->wrench[6 + i]) / (1.0 - am);
@@ -465,6 +476,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
             sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
             traj_aux[nrec * MD_AUX + 24] = wc;
+            md_drive_record(m->drv, nrec);
             ++nrec;
             if (timers) mark = sim_now();
         }
@@ -505,7 +517,8 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
     for (k = 0; k < nsteps; ++k) {
         const double at = nsched > 1 ? (t0 + k * dt) / dt_sched : 0.0;
         const long s = at >= (double)(nsched - 1) ? (long)nsched - 1 : at > 0.0 ? (long)at : 0;
-        const double *ac = act ? act + s * na : 0, *qv = qd;
+        const double *ac = act ? act + s * na : 0;
+        double *qv = qd;
         const double t = t0 + (scheme == 0 ? k : k + 0.5) * dt;
         if (scheme != 0) {
             m->drift(q, qd, 0.5 * dt);
@@ -515,12 +528,16 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
             }
             sim_lap(timers, 4, &mark);
         }
+        /* the driven coordinates where their schedules put them at the force's time */
+        if (m->drv) ac = md_drive(m->drv->d, m->drv->n, m->nact, t, ac, m->drv->act, q, qv);
         sim_rhs(m, sc, q, qv, dt, t, tau + s * nv, ac, qdd, W, timers, &mark);
+        if (m->drv) m->drv->work[0] += dt * md_drive_power(m->drv->d, m->drv->n, t, m->drv->r);
         /* at the state the forces were evaluated at, over the step: the midpoint rule of the force's own time */
         const double pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t),
                                                            sim_ramp(sc->ramp_band, t)) : 0.0;
         for (int i = 0; i < nv; ++i) qd[i] += qdd[i] * dt, qdd_prev[i] = qdd[i];
         m->drift(q, qd, scheme == 0 ? dt : 0.5 * dt);
+        if (m->drv) md_drive(m->drv->d, m->drv->n, m->nact, t0 + (k + 1) * dt, NULL, m->drv->act, q, qd);
         double p1 = sim_power(m, sc, q, qd), w1 = w + 0.5 * dt * (p0 + p1), sum = w1;
         for (int i = 0; i < m->nq; ++i) sum += q[i];
         for (int i = 0; i < nv; ++i) sum += qd[i];
@@ -533,6 +550,7 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
             sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
             traj_aux[nrec * MD_AUX + 24] = wc;
+            md_drive_record(m->drv, nrec);
             ++nrec;
             if (timers) mark = sim_now();
         }
