@@ -14,8 +14,9 @@ The kinds, each f(s):
     constant v                 v
     ramp r                     r s
     sine A f φ                 A sin(2π f s + φ)
-    sweep A f0 f1 D [linear]   A sin(2π (f0 s + (f1 − f0) s² / 2D)), at f1 past D (the phase continuous)
-    sweep A f0 f1 D log        A sin(2π f0 D (k^(s/D) − 1) / ln k), k = f1/f0, at f1 past D
+    sweep A f0 f1 D [linear]   A sin(2π (f0 s + (f1 − f0) s² / 2D)), at f1 past D (the phase and rate continuous;
+                               the acceleration steps there by A θ̈ cos θ as the frequency stops rising)
+    sweep A f0 f1 D log        A sin(2π f0 D (k^(s/D) − 1) / ln k), k = f1/f0, at f1 past D (likewise)
     table (s_i, v_i)           the quintic spline through the samples with zero rate and acceleration at both
                                ends, held at its end values outside them (continuous in value, rate and
                                acceleration everywhere)

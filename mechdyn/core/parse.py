@@ -747,7 +747,7 @@ class _Builder:
         if (other := next((d for d in self.drivers if d.body == body), None)) is not None:
             self.fail(s.at("joint"), f"{s.label} drives body '{v['joint']}', already driven by driver "
                                      f"'{other.name}' (line {other.line}); expected one driver per coordinate")
-        given = [k for k in _MOTIONS if v.get(k) is not None]
+        given = sorted((k for k in _MOTIONS if v.get(k) is not None), key=s.at)
         if len(given) > 1:
             self.fail(s.at(given[1]), f"{s.label} has two motions, '{given[0]}' (line {s.at(given[0])}) and "
                                       f"'{given[1]}'; expected one of {', '.join(_MOTIONS)}")
