@@ -12,10 +12,11 @@ import numpy as np
 
 from mechdyn.core.model import Model
 
-# Dataclass fields that say where a model came from and never reach the generated C (messages only;
-# tests/codegen/test_build_cache.py checks that changing them leaves the generated source unchanged), so a
-# reformatted or moved .mech file shares its module.
-PROVENANCE_FIELDS = frozenset({"path", "source", "line", "pitch_line"})
+# Dataclass fields that never reach the generated C: where a model came from (messages only), and a driver's
+# motion (data the steppers read at run time; the driven set is in the C, the schedule is not).
+# tests/codegen/test_build_cache.py checks that changing them leaves the generated source unchanged, so a
+# reformatted or moved .mech file, or one whose drivers move differently, shares its module.
+PROVENANCE_FIELDS = frozenset({"path", "source", "line", "pitch_line", "motion"})
 
 
 def _feed(h: "hashlib._Hash", x: object, where: str) -> None:

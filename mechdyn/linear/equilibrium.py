@@ -66,7 +66,7 @@ def equilibrium(dyn: Dynamics, q0, *, held: Iterable[int | str] = (), tau=None, 
     direction (zero stiffness, zero residual) gets no step: minimum-norm solves. Newton may end on an unstable
     equilibrium (modes then shows it). Refused with EquilibriumError when it does not converge in maxit steps."""
     model = dyn.model
-    hs = held_slots(model, held)
+    hs = tuple(sorted(set(held_slots(model, held)) | set(model.driven)))  # a driven coordinate stays where q0 has it
     q = close_loops(model, np.array(q0, dtype=float), hs)
     zero = np.zeros(model.nv)
 

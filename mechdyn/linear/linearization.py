@@ -6,7 +6,8 @@ The formulas are those of docs/derivatives.md ("Linearization"); in short, with 
 
     full tangent   x = [δ; qd] (2 nv),  u = [tau; act]
                    A = [[Ak, I], [dq, dqd]],   B = [[0, 0], [dtau, dact]]
-    loops          N_K: an orthonormal basis of the loop Jacobian's null space, M_K = inv(N_Kᵀ dtau N_K)
+    loops          N_K: an orthonormal basis of the null space of the loop Jacobian and the drivers' rows (a driven
+                   coordinate is an input: the generated dtau's row and column of it are zero), M_K = inv(N_Kᵀ dtau N_K)
                    (= N_Kᵀ H N_K, since dtau = N_K M_K⁻¹ N_Kᵀ), K_K = -M_K N_Kᵀ dq N_K, C_K = -M_K N_Kᵀ dqd N_K
                    (a tree: N_K = I, M_K = H = inv(dtau))
     held slots     W: an orthonormal basis of the null space of E N_K (E the held slots' rows of I), N = N_K W;
@@ -77,16 +78,19 @@ CLOSURE_TOL = 1e-8  # max |φ| (m, or cosines) a linearization point may be off 
 
 
 def tangent_basis(model: Model, q: np.ndarray, held: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """N_K (nv, nv - rank K), the loops' tangent space at q, and W with N = N_K W also keeping the held slots.
-    Refused (ValueError) when q is off the loops' manifold by more than CLOSURE_TOL: the reduction assumes φ = 0."""
-    NK = np.eye(model.nv)
+    """N_K (nv, nv - rank K - ndriver), the tangent space at q of the loops with the driven coordinates fixed (a
+    driver is an input, not a state: its row of the generated dtau is zero), and W with N = N_K W also keeping the
+    held slots. Refused (ValueError) when q is off the loops' manifold by more than CLOSURE_TOL: the reduction
+    assumes φ = 0."""
+    rows = np.eye(model.nv)[list(model.driven)]
     if model.loops:
         phi, K = closure(model, q)
         if np.max(np.abs(phi)) > CLOSURE_TOL:
             raise ValueError(f"q is off the loops' manifold of model {model.name} by max |phi| "
                              f"{np.max(np.abs(phi)):.3e} (> {CLOSURE_TOL:g}): close it first "
                              "(mechdyn.linear.close_loops or mechdyn.core.loops.project_q)")
-        NK = null_basis(K, model.nv)
+        rows = np.vstack([K, rows])
+    NK = null_basis(rows, model.nv)
     W = null_basis(np.eye(model.nv)[list(held)] @ NK, NK.shape[1])
     return NK, W
 
@@ -139,7 +143,8 @@ def linearize(dyn: Dynamics, q, qd, tau=None, *, fext=None, act=None, held: Iter
     model = dyn.model
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     tau = np.zeros(model.nv) if tau is None else np.array(tau, dtype=float)
-    hs = held_slots(model, held)
+    driven = set(model.driven)  # held by their drivers, whose reactions the generated code already solves for
+    hs = tuple(h for h in held_slots(model, held) if h not in driven)
     D = dyn.derivatives(q, qd, tau, fext, act)
     if hs:
         tau[list(hs)] += held_reaction(D, hs)
@@ -149,15 +154,16 @@ def linearize(dyn: Dynamics, q, qd, tau=None, *, fext=None, act=None, held: Iter
     A = np.block([[Ak, np.eye(nv)], [D.dq, D.dqd]])
     B = np.vstack([np.zeros((nv, nv + model.nact)), np.hstack([D.dtau, D.dact])])
     NK, W = tangent_basis(model, q, hs)
-    MK = np.linalg.inv(NK.T @ D.dtau @ NK) if model.loops else np.linalg.inv(D.dtau)
+    reduced = bool(model.loops or model.drivers)
+    MK = np.linalg.inv(NK.T @ D.dtau @ NK) if reduced else np.linalg.inv(D.dtau)
     G = W.T @ MK @ NK.T  # the generalized forces along z of an acceleration field: M z̈ = G qdd (G = M_K N_Kᵀ if W = I)
     N = NK @ W
     M = W.T @ MK @ W
     M = 0.5 * (M + M.T)  # a mass matrix: symmetric, here up to the inverses' round-off
     K, C = -G @ D.dq @ N, -G @ D.dqd @ N
     # nothing to reduce (a tree, nothing held): P = M⁻¹ H is the identity, taken exactly rather than to round-off
-    P = np.linalg.solve(M, G) if model.loops or hs else np.eye(nv)
+    P = np.linalg.solve(M, G) if reduced or hs else np.eye(nv)
     m = N.shape[1]
     Ar = np.block([[N.T @ Ak @ N, np.eye(m)], [P @ D.dq @ N, P @ D.dqd @ N]])
     Br = np.vstack([np.zeros((m, nv + model.nact)), P @ np.hstack([D.dtau, D.dact])])
-    return Linear(model, q, qd, tau, hs, D, A, B, N, M, C, K, Ar, Br, P)
+    return Linear(model, q, qd, tau, tuple(sorted(set(hs) | driven)), D, A, B, N, M, C, K, Ar, Br, P)

@@ -3,6 +3,8 @@ integration rule; equilibrium's Newton and its refusals. Each finite-difference 
 planted bug."""
 from __future__ import annotations
 
+import dataclasses as dc
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ import mechdyn
 import mechdyn.linear.linearization as linearization
 from mechdyn.core.integrate import difference, integrate, retract
 from mechdyn.core.loops import project_qd
+from mechdyn.core.parse import load_model
 from mechdyn.linear import EquilibriumError, Linear, close_loops, equilibrium, held_slots, linearize, modes
 
 EPS = 1e-6  # central differences: truncation ~ EPS² against round-off ~ 1e-16 / EPS
@@ -140,9 +143,25 @@ def test_loop_model_A_B_match_finite_differences_about_a_moving_state(fourbar):
 
 @pytest.fixture(scope="module")
 def quartercar_held() -> tuple[mechdyn.Dynamics, Linear]:
-    dyn = mechdyn.load("quartercar")
+    """quartercar with its post's driver taken off and the post held instead (by linearize's own reactions)."""
+    dyn = mechdyn.load(dc.replace(load_model("quartercar"), drivers=()))
     q = equilibrium(dyn, dyn.model.q0(), held=["post"])
     return dyn, linearize(dyn, q, np.zeros(dyn.nv), held=["post"])
+
+
+def test_a_driver_holds_as_held_slots_do(quartercar_held):
+    """Two routes to the quarter car on a fixed post: its driver (the generated partitioned solve, the post's
+    row and column cut out) and the undriven model with the post held (linearize's reactions on it): the same
+    equilibrium, and the same M, C, K on the one free coordinate left."""
+    undriven, held = quartercar_held
+    dyn = mechdyn.load("quartercar")
+    q = equilibrium(dyn, dyn.model.q0())
+    lin = linearize(dyn, q, np.zeros(dyn.nv))
+    assert lin.held == held.held
+    scale = lambda a, b: float(np.max(np.abs(a - b)) / np.max(np.abs(b)))  # noqa: E731
+    errs = {"q": scale(q, held.q), "M": scale(lin.M, held.M), "C": scale(lin.C, held.C), "K": scale(lin.K, held.K)}
+    print("quartercar, driven post against held post: " + ", ".join(f"{k} {v:.1e}" for k, v in errs.items()))
+    assert max(errs.values()) <= 1e-8
 
 
 def held_accel(dyn: mechdyn.Dynamics, q, qd, held, tau=None) -> np.ndarray:
