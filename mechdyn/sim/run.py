@@ -114,8 +114,9 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
             raise ValueError(f"model '{dyn.model.name}' is driven: its explicit steppers take tau and act, not fext")
         from .contact import ContactSim  # here: contact.py builds on this module
 
-        return ContactSim(dyn, ramp_ground=0.0, ramp_band=0.0).run(q, qd, T, dt, scheme, stride, tau=tau, act=act,
-                                                                    dt_sched=dt_sched, progress=progress)
+        # Verlet with the velocity predictor, as fwd_dyn_sim steps it: second order with dampers
+        return ContactSim(dyn, ramp_ground=0.0, ramp_band=0.0, predictor=True).run(
+            q, qd, T, dt, scheme, stride, tau=tau, act=act, dt_sched=dt_sched, progress=progress)
     if scheme in IMPLICIT:
         if implicit is not None and implicit.refresh is not None:
             raise ValueError("refresh is the contact loop's setting (its matrix is built by differences): this "

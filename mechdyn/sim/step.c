@@ -550,6 +550,12 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
             sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
             traj_aux[nrec * MD_AUX + 24] = wc;
+            if (m->drv) {  /* the reactions at the recorded state itself (the step's were at its force time), with
+                            * the step's contact wrenches */
+                const double *ae = md_drive(m->drv->d, m->drv->n, m->nact, t0 + (k + 1) * dt, act ? act + s * na : 0,
+                                            m->drv->act, NULL, NULL);
+                m->drv->react(q, qd, sc->tau, sc->fext, ae, qdm, m->drv->r);
+            }
             md_drive_record(m->drv, nrec);
             ++nrec;
             if (timers) mark = sim_now();

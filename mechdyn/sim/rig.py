@@ -1,0 +1,225 @@
+"""The shaker rig (`mechdyn rig`, docs/rig.md): a driven vehicle model shaken through its post drivers.
+
+A rig model is one whose drivers include shaker posts: prismatic drivers whose posts carry a wheel through a
+loop (the "tire" rod of quartercar, halfcar and the HMMWVs), and optionally a steering driver named `steer`.
+`layout` finds them and classifies each post front or rear, left or right, by its design position; the inputs
+(rig inputs of road.py, or analytic motions) become each driver's motion (Dynamics.set_motion); `run` starts
+from the static equilibrium on the posts held at the design pose and records, per step, the ride quantities of
+`RigRun`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mechdyn.core import motion
+from mechdyn.core.kinematics import forward_kinematics
+from mechdyn.core.model import Model
+from mechdyn.dynamics import Dynamics
+
+from .run import Trajectory, simulate
+
+
+class RigError(ValueError):
+    """A model the rig cannot shake, or an input it cannot apply."""
+
+
+@dataclass(frozen=True)
+class Post:
+    driver: str
+    body: int  # the post
+    wheel: int  # the body the post's loop carries
+    x: float  # the post's design position in the base frame (x forward, y left)
+    y: float
+
+
+@dataclass(frozen=True)
+class Layout:
+    chassis: int  # the heaviest body: the sprung mass whose ride is measured
+    posts: tuple[Post, ...]
+    front: tuple[str, ...]  # post drivers at the front axle (all of them on a single axle), left first
+    rear: tuple[str, ...]
+    left: tuple[str, ...]
+    steer: str | None  # the steering driver, if any
+    wheelbase: float  # m between the axles (0 on a single axle)
+
+
+def _position(X: np.ndarray) -> np.ndarray:
+    """The origin of a frame in base coordinates from its 6 × 6 transform X = [E 0; −E r× E]."""
+    E = X[:3, :3]
+    rx = -E.T @ X[3:, :3]  # r×
+    return np.array([rx[2, 1], rx[0, 2], rx[1, 0]])
+
+
+def layout(model: Model) -> Layout:
+    """The model's rig: its post drivers (each a prismatic driver along gravity whose body is the predecessor of a
+    loop), the
+    wheel each one carries, front and rear by design position, and the steering driver `steer`. RigError when
+    the model has no post driver."""
+    posts = []
+    frames = forward_kinematics(model, model.q0()).X0
+    down = model.gravity / max(float(np.linalg.norm(model.gravity)), 1e-300)
+    for d in model.drivers:
+        b = model.bodies[d.body]
+        axis = frames[d.body][:3, :3].T @ b.axis  # the joint axis in base coordinates at the design pose
+        if b.joint != "prismatic" or abs(abs(float(axis @ down)) - 1.0) > 1e-9:
+            continue  # a post slides along gravity
+        carried = [lp.succ for lp in model.loops if lp.pred == d.body]
+        if carried:
+            p = _position(frames[d.body])
+            posts.append(Post(d.name, d.body, carried[0], float(p[0]), float(p[1])))
+    if not posts:
+        what = ("it has no driver" if not model.drivers else
+                f"its drivers ({', '.join(d.name for d in model.drivers)}) drive no post that carries a wheel")
+        raise RigError(f"model '{model.name}' cannot be put on the rig: {what}; expected shaker posts as prismatic "
+                       "joints driven by 'driver' blocks, each post joined to its wheel by a loop (see models/"
+                       "quartercar.mech and docs/rig.md)")
+    xs = np.array([p.x for p in posts])
+    mid = 0.5 * (xs.max() + xs.min())
+    single = xs.max() - xs.min() < 0.1
+    front = tuple(p.driver for p in sorted(posts, key=lambda p: -p.y) if single or p.x > mid)
+    rear = tuple(p.driver for p in sorted(posts, key=lambda p: -p.y) if not single and p.x <= mid)
+    wheelbase = 0.0 if single else float(np.mean([p.x for p in posts if p.driver in front])
+                                           - np.mean([p.x for p in posts if p.driver in rear]))
+    chassis = max(range(model.nbody), key=lambda i: model.bodies[i].mass)
+    steer = next((d.name for d in model.drivers if d.name == "steer"), None)
+    return Layout(chassis, tuple(posts), front, rear, tuple(p.driver for p in posts if p.y > 0), steer, wheelbase)
+
+
+# -- inputs -------------------------------------------------------------------------------------------------------
+
+MODES = {"heave": (1, 1), "pitch": (1, -1), "roll": (1, -1), "warp": (1, -1)}  # (first, second) signs, see signs()
+
+
+def signs(lay: Layout, mode: str) -> dict[str, float]:
+    """Each post's sign for a shaking mode: heave all in phase; pitch front against rear; roll left against
+    right; warp diagonals against each other."""
+    if mode not in MODES:
+        raise RigError(f"unknown mode '{mode}'; expected one of {', '.join(MODES)}")
+    out = {}
+    for p in lay.posts:
+        front, left = p.driver in lay.front, p.driver in lay.left
+        out[p.driver] = {"heave": 1.0, "pitch": 1.0 if front else -1.0, "roll": 1.0 if left else -1.0,
+                         "warp": 1.0 if front == left else -1.0}[mode]
+    return out
+
+
+def analytic_motions(lay: Layout, m: motion.Motion, mode: str = "heave") -> dict[str, motion.Motion]:
+    """The same motion on every post, signed by the shaking mode."""
+    out = {}
+    for name, s in signs(lay, mode).items():
+        params = (s * m.params[0], *m.params[1:])
+        out[name] = motion.Motion(m.kind, params, start=m.start, blend=m.blend, log=m.log)
+    return out
+
+
+def table_motions(t: np.ndarray, series: dict[str, np.ndarray], blend: float) -> dict[str, motion.Motion]:
+    """Each driver's sampled series (times t) as a quintic table motion, blended in from rest over `blend` s."""
+    if not blend > 0:
+        raise RigError(f"blend {blend:g} s: expected a blend time > 0 (a sampled input does not start at rest)")
+    return {name: motion.table(t, z, blend=blend) for name, z in series.items()}
+
+
+# -- the run ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RigRun:
+    """A rig run: the trajectory, and per recorded step the ride quantities (`records`, a DataFrame with column t
+    and the columns of docs/rig.md), with the static post loads the dynamic ones are measured from."""
+    layout: Layout
+    trajectory: Trajectory
+    records: pd.DataFrame
+    static: dict[str, float]  # each post driver's reaction at the static equilibrium, N
+
+    def figures(self) -> dict[str, float]:
+        """The ride figures: RMS chassis vertical acceleration (m/s²), and each post's peak and RMS dynamic load
+        (its reaction minus the static, N)."""
+        r = self.records
+        out = {"rms heave acceleration": float(np.sqrt(np.mean(r["heave_acc"] ** 2)))}
+        for p in self.layout.posts:
+            dyn = r[f"post_{p.driver}"] - self.static[p.driver]
+            out[f"peak dynamic load {p.driver}"] = float(np.abs(dyn).max())
+            out[f"rms dynamic load {p.driver}"] = float(np.sqrt(np.mean(dyn**2)))
+        return out
+
+
+def start_state(dyn: Dynamics) -> np.ndarray:
+    """The static equilibrium with every driver at the design pose (mechdyn.linear.equilibrium)."""
+    from mechdyn.linear import equilibrium
+
+    return equilibrium(dyn, dyn.model.q0())
+
+
+def run(dyn: Dynamics, motions: dict[str, motion.Motion], T: float, dt: float, scheme: str = "verlet",
+        q0: np.ndarray | None = None, progress: bool = False) -> RigRun:
+    """The rig shaken by `motions` (driver name: motion; the others held) for T seconds from the static
+    equilibrium (or q0), every step recorded."""
+    lay = layout(dyn.model)
+    for name, m in motions.items():
+        dyn.set_motion(name, m)
+    q = start_state(dyn) if q0 is None else np.asarray(q0, dtype=float)
+    tr = simulate(dyn, q, np.zeros(dyn.nv), T, dt, scheme, progress=progress)
+    return RigRun(lay, tr, records(dyn, lay, tr), {p.driver: float(tr.reactions[0, dyn.model.driver_index(p.driver)])
+                                                   for p in lay.posts})
+
+
+class Ride:
+    """The ride quantities as a function of the state, y(q, qd, act): the chassis CG's height (m), its pitch and
+    roll (rad, Z-Y-X angles from its design attitude), each wheel's height in the chassis frame (m), each TSDA's
+    force (compression positive, N) and, with `reactions`, each driver's reaction (N or N m). `names` lists them;
+    records() takes differences from the first row, the frequency response (linear/frf.py) derivatives."""
+
+    def __init__(self, dyn: Dynamics, lay: Layout, reactions: bool = True) -> None:
+        m = dyn.model
+        self.dyn, self.lay, self.reactions = dyn, lay, reactions
+        self.R0 = dyn.bodies(m.q0(), np.zeros(m.nv))[lay.chassis, :9].reshape(3, 3)
+        post = {p.driver for p in lay.posts}
+        self.names = (["heave", "pitch", "roll"] + [f"travel_{p.driver}" for p in lay.posts]
+                      + [f"force_{e.name}" for e in m.tsdas]
+                      + ([("post_" if d.name in post else "driver_") + d.name for d in m.drivers] if reactions else []))
+
+    def __call__(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray) -> np.ndarray:
+        dyn, lay, m = self.dyn, self.lay, self.dyn.model
+        rows = dyn.bodies(q, qd)
+        Rc, pc = rows[lay.chassis, :9].reshape(3, 3), rows[lay.chassis, 9:12]
+        Rrel = self.R0.T @ Rc
+        out = [(pc + Rc @ m.bodies[lay.chassis].cg)[2], -math.asin(max(-1.0, min(1.0, Rrel[2, 0]))),
+               math.atan2(Rrel[2, 1], Rrel[2, 2])]
+        out += [(Rc.T @ (rows[p.wheel, 9:12] - pc))[2] for p in lay.posts]
+        if m.tsdas:
+            obs, base = dyn.observe(q, qd), 6 * len(m.pois)
+            out += [-(e.k * (obs[base + 2 * k] - e.l0) + e.c * obs[base + 2 * k + 1]) for k, e in enumerate(m.tsdas)]
+        if self.reactions:
+            out += list(dyn.react(q, qd, np.zeros(m.nv), None, act)[1])
+        return np.array(out)
+
+
+def records(dyn: Dynamics, lay: Layout, tr: Trajectory) -> pd.DataFrame:
+    """Ride's quantities at every recorded row, heave, pitch, roll and the travels from the first row's, with
+    the chassis's accelerations: heave_acc (central differences of its CG's vertical velocity), pitch_acc and
+    roll_acc (of its angular velocity about y and x, base axes); the drivers' reactions are the stepper's
+    (Trajectory.reactions)."""
+    ride = Ride(dyn, lay, reactions=False)
+    c, cg = lay.chassis, dyn.model.bodies[lay.chassis].cg
+    Y, V, W = [], [], []
+    act = np.zeros(dyn.nact)
+    for q, qd in zip(tr.q, tr.qd):
+        Y.append(ride(q, qd, act))
+        rows = dyn.bodies(q, qd)
+        Rc, wc, vc = rows[c, :9].reshape(3, 3), rows[c, 12:15], rows[c, 15:18]
+        V.append((vc + np.cross(wc, Rc @ cg))[2])
+        W.append(wc[:2])
+    Y, W = np.array(Y), np.array(W)
+    nmove = 3 + len(lay.posts)
+    Y[:, :nmove] -= Y[0, :nmove]
+    grad = (lambda x: np.gradient(x, tr.t)) if len(tr.t) > 2 else np.zeros_like
+    cols = {"t": tr.t, **dict(zip(ride.names, Y.T))}
+    cols.update(heave_acc=grad(np.array(V)), pitch_acc=grad(W[:, 1]), roll_acc=grad(W[:, 0]))
+    post = {p.driver for p in lay.posts}
+    for k, d in enumerate(dyn.model.drivers):
+        cols[("post_" if d.name in post else "driver_") + d.name] = tr.reactions[:, k]
+    return pd.DataFrame(cols)
