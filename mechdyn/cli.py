@@ -438,6 +438,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     t_step = time.perf_counter()
     with np.errstate(over="ignore", invalid="ignore"):  # a non-finite balance is reported below, once
         E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated, progress=True)
+        if tr.work_driver is not None:  # a driven model: what the drivers put in is not a drift
+            B = B - tr.work_driver
     bad = np.flatnonzero(~np.isfinite(B))
     if bad.size:
         k = int(bad[0]) * stride
@@ -635,6 +637,121 @@ def cmd_modes(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+RIG_TIME = {"sine": 10.0, "road": 20.0}  # s of a rig run when --time is not given (a sweep: its time and 1 s more)
+
+
+def _rig_input(args: argparse.Namespace):
+    """The rig input the options ask for (exactly one of --sine, --sweep, --bump, --road, --chrono)."""
+    from mechdyn.sim.rig import Input
+
+    given = [k for k in ("sine", "sweep", "bump", "road", "chrono") if getattr(args, k) is not None]
+    if len(given) != 1:
+        raise InputError("rig: expected exactly one input: --sine, --sweep, --bump, --road or --chrono"
+                         + (f" (got {', '.join('--' + g for g in given)})" if given else ""))
+    kind = given[0]
+    if kind in ("bump", "road") and not (args.speed is not None and args.speed > 0):
+        raise InputError(f"rig: --{kind} needs --speed V > 0 (m/s), got {args.speed}")
+    common = {"blend": args.blend, "mode": args.mode}
+    if kind == "sine":
+        a, f = args.sine
+        return Input("sine", amplitude=a, f0=f, **common)
+    if kind == "sweep":
+        a, f0, f1, d = args.sweep
+        return Input("sweep", amplitude=a, f0=f0, f1=f1, sweep_time=d, log=args.log, **common)
+    if kind == "bump":
+        h, length = args.bump
+        return Input("bump", height=h, length=length, speed=args.speed, at=args.at, **common)
+    if kind == "road":
+        return Input("road", road_class=args.road, speed=args.speed, seed=args.seed, **common)
+    return Input("chrono", path=args.chrono, **common)
+
+
+def cmd_rig(args: argparse.Namespace) -> int:
+    """A shaker-rig run (mechdyn/sim/rig.py): the model from its static equilibrium on the posts, shaken by one
+    input; prints the ride figures, writes the pictures (and the records as CSV). A sweep is measured against the
+    linear H(jω) too. Exit 1 if the state goes non-finite."""
+    import numpy as np
+
+    from mechdyn.dynamics import Dynamics
+    from mechdyn.sim import rig
+    from mechdyn.sim.run import SimulationDiverged
+
+    model = load_model(args.model)
+    try:
+        lay = rig.layout(model)
+    except rig.RigError as e:
+        raise InputError(f"rig: {e}") from None
+    inp = _rig_input(args)
+    T = args.time if args.time is not None else (inp.sweep_time + 1.0 if inp.kind == "sweep" else
+                                                 inp.at + (lay.wheelbase + inp.length) / inp.speed + 3.0
+                                                 if inp.kind == "bump" else RIG_TIME.get(inp.kind, 10.0))
+    sim_steps(T, args.dt, "--time", "--dt")
+    try:
+        motions = rig.motions_for(lay, inp, T)
+    except (rig.RigError, ValueError, OSError) as e:
+        raise InputError(f"rig: {e}") from None
+    dyn = Dynamics(model, progress=True)
+    try:
+        for name, m in motions.items():
+            dyn.set_motion(name, m)
+    except ValueError as e:
+        raise InputError(f"rig: {e}") from None
+    q0 = rig.start_state(dyn)
+    t0 = time.perf_counter()
+    try:
+        rr = rig.run(dyn, {}, T, args.dt, args.scheme, q0=q0, stride=args.stride, progress=True)
+    except SimulationDiverged as e:
+        print(f"rig: {e}; nothing written (a smaller --dt may keep it finite)", file=sys.stderr)
+        return EXIT_FAIL
+    stepping = time.perf_counter() - t0
+    nsteps = int(round(T / args.dt))
+    print(f"rig: {model.name}: {inp.kind} input on {', '.join(p.driver for p in lay.posts)}"
+          + (f" and {lay.steer}" if lay.steer and inp.kind == "chrono" else "")
+          + f"; {nsteps} {args.scheme} steps of {args.dt:g} s ({T:g} s) in {stepping:.3g} s with the records "
+          f"(real-time factor {T / stepping:.3g})")
+    figures = rr.figures()
+    print(pd.DataFrame({"figure": list(figures), "value": [f"{v:.4g}" for v in figures.values()]}).to_string(
+        index=False))
+    if args.out:
+        rr.records.to_csv(args.out, index=False)
+        print(f"records: {args.out}")
+    if args.plot:
+        from mechdyn.sim import rigplot
+
+        prefix = Path(args.plot)
+        written = [rigplot.plot_histories(rr, prefix.with_name(prefix.name + "-histories.png")),
+                   rigplot.plot_spectrum(rr, prefix.with_name(prefix.name + "-psd.png"))]
+        if inp.kind == "sweep":
+            written.append(_rig_sweep(dyn, lay, rr, inp, q0, prefix.with_name(prefix.name + "-transmissibility.png")))
+        print("pictures: " + ", ".join(map(str, written)))
+    return EXIT_PASS
+
+
+def _rig_sweep(dyn, lay, rr, inp, q0, out: Path) -> Path:
+    """The sweep's measured transmissibility beside the linear H(jω), the modes marked; prints the largest
+    difference between them away from the sweep's ends."""
+    import numpy as np
+
+    from mechdyn.linear import linearize, modes
+    from mechdyn.linear.frf import base_excitation, frequency_response
+    from mechdyn.sim import rig, rigplot
+
+    lo, hi = sorted((inp.f0, inp.f1))
+    freq = np.geomspace(lo * 1.5, hi / 1.5, 40)  # away from the sweep's ends
+    columns = ["heave", f"travel_{lay.posts[0].driver}", f"post_{lay.posts[0].driver}"]
+    m = dyn.motions[lay.posts[0].driver]
+    measured = rig.sweep_transmissibility(rr, m, columns, freq)
+    be = base_excitation(dyn, q0, rig.signs(lay, inp.mode))
+    ride = rig.Ride(dyn, lay)
+    H = frequency_response(dyn, be, ride, freq)[:, [ride.names.index(c) for c in columns]]
+    H = H * rig.signs(lay, inp.mode)[lay.posts[0].driver]  # per m of the first post's motion
+    err = np.abs(measured - H) / np.abs(H)
+    print(f"sweep against linear H(jw), {freq[0]:.3g} to {freq[-1]:.3g} Hz: largest relative difference "
+          + ", ".join(f"{c} {e:.2%}" for c, e in zip(columns, err.max(axis=0))))
+    md = modes(linearize(dyn, q0, np.zeros(dyn.nv)))
+    return rigplot.plot_transmissibility(freq, measured, H, columns, md.frequency[~md.rigid], out)
+
+
 MOVED = {"selftest": "plant known bugs and show the gates catch every one",
          "report": "draw the gate history as a self-contained HTML page",
          "golden": "show or re-record models' golden results and speed figures"}
@@ -826,6 +943,49 @@ def parser() -> argparse.ArgumentParser:
     mo.add_argument("--plot", metavar="FILE.png", type=output_file, help="draw every mode shape into FILE.png: the "
                     "bodies at equilibrium and displaced both ways, one panel a mode")
     mo.set_defaults(func=cmd_modes)
+    r = sub.add_parser("rig", help="shake a driven vehicle model on its posts and print its ride figures",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="\n\n".join(textwrap.fill(p, 79) for p in (
+                           "Put a model whose shaker posts are driven (quartercar, halfcar, hmmwv, hmmwv_pitman; "
+                           "docs/rig.md) on a four-post rig: start from its static equilibrium on the posts, shake "
+                           "it with one input, and print the ride figures (RMS chassis heave acceleration, each "
+                           "post's peak and RMS dynamic load). The input is a sine or a swept sine on every post "
+                           "(--mode: heave, pitch, roll or warp phasing), a half-cosine bump, an ISO 8608 road of "
+                           "class A to H (left and right tracks independent, the rear wheels on the front's road "
+                           "one wheelbase later), or Project Chrono's rig data file (ST_inputs.dat: posts times "
+                           "0.15 m, steering times the rack's 87 mm). Every input blends in from rest (--blend). "
+                           "--plot PREFIX writes PREFIX-histories.png and PREFIX-psd.png, and for a sweep "
+                           "PREFIX-transmissibility.png: the measured transmissibility beside the linear H(jw) "
+                           "(derivatives compile on first use), the modes marked.",)),
+                       epilog="examples:\n  mechdyn rig quartercar --sine 0.02 1.5 --plot qc\n"
+                       "  mechdyn rig hmmwv --road C --speed 20 --seed 1 --plot road-c\n"
+                       "  mechdyn rig hmmwv --sweep 0.005 0.3 25 120 --log --plot sweep\n"
+                       "  mechdyn rig hmmwv --bump 0.1 0.5 --speed 5\n"
+                       "  mechdyn rig hmmwv --chrono ../shared/data/chrono-vehicle/hmmwv/suspensionTest/ST_inputs.dat")
+    r.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    r.add_argument("--sine", nargs=2, type=float, metavar=("A", "F"), help="a sine of amplitude A m at F Hz")
+    r.add_argument("--sweep", nargs=4, type=float, metavar=("A", "F0", "F1", "T"),
+                   help="a sine of amplitude A m swept from F0 to F1 Hz over T s (linear; --log: geometric)")
+    r.add_argument("--log", action="store_true", help="sweep the frequency geometrically")
+    r.add_argument("--bump", nargs=2, type=float, metavar=("H", "L"), help="a half-cosine bump H m high, L m long")
+    r.add_argument("--road", metavar="CLASS", help="an ISO 8608 road of class A (smoothest) to H")
+    r.add_argument("--chrono", metavar="FILE", help="Project Chrono's suspension test rig data file")
+    r.add_argument("--speed", type=float, metavar="V", help="m/s over the bump or road")
+    r.add_argument("--seed", type=int, default=0, help="the road's random seed (default 0)")
+    r.add_argument("--at", type=float, default=1.0, metavar="T", help="s when the front wheels reach the bump (1)")
+    r.add_argument("--mode", choices=["heave", "pitch", "roll", "warp"], default="heave",
+                   help="how a sine or sweep phases the posts (default heave: all together)")
+    r.add_argument("--blend", type=float, default=0.5, metavar="T", help="s over which the input enters from "
+                   "rest (default 0.5)")
+    r.add_argument("--time", type=float, metavar="T", help="s to run (default: sine 10, sweep its time + 1, bump "
+                   "past the rear wheels + 3, road 20, chrono 10)")
+    r.add_argument("--dt", type=float, default=1e-3, help="the step, s (default 1e-3)")
+    r.add_argument("--stride", type=int, default=1, help="record every stride-th step (default 1)")
+    r.add_argument("--scheme", choices=["verlet", "euler", "galpha", "hht"], default="verlet",
+                   help="the stepper (default verlet)")
+    r.add_argument("--plot", metavar="PREFIX", help="write the pictures as PREFIX-*.png")
+    r.add_argument("--out", metavar="FILE.csv", type=output_file, help="write the records as CSV")
+    r.set_defaults(func=cmd_rig)
     for name, what in MOVED.items():  # each says where it went (exit 2), whatever the arguments
         m = sub.add_parser(name, help=f"moved: crosscheck {name} ({what})", add_help=False, prefix_chars="\0",
                            description=f"Moved to the verification harness: crosscheck {name}.")

@@ -167,12 +167,12 @@ def raw(m: Motion, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         th, thd, thdd = 2 * math.pi * f * s + phi, z + 2 * math.pi * f, z
     else:
         a, f0, f1, d = m.params
-        th, thd, thdd = _sweep_phase(f0, f1, d, m.log, s)
+        th, thd, thdd = sweep_phase(f0, f1, d, m.log, s)
     sn, cs = np.sin(th), np.cos(th)
     return a * sn, a * cs * thd, a * (cs * thdd - sn * thd * thd)
 
 
-def _sweep_phase(f0: float, f1: float, d: float, log: bool, s: np.ndarray) -> tuple[np.ndarray, ...]:
+def sweep_phase(f0: float, f1: float, d: float, log: bool, s: np.ndarray) -> tuple[np.ndarray, ...]:
     """The sweep's phase θ and its first two derivatives: the chirp over [0, d], then f1 with θ continuous."""
     u = np.minimum(s, d)
     if log:

@@ -123,6 +123,80 @@ def table_motions(t: np.ndarray, series: dict[str, np.ndarray], blend: float) ->
     return {name: motion.table(t, z, blend=blend) for name, z in series.items()}
 
 
+SAMPLE = 2e-3  # s between the samples of a road, bump or Chrono file input (its table's knots): 500 Hz
+RACK_TRAVEL = 0.1 * math.radians(50.0)  # m of rack per unit of Chrono's steering input: the pinion "Radius" 0.1
+# times "Maximum Angle (deg)" 50 (hmmwv/steering/HMMWV_RackPinion.json; ChRackPinion::Synchronize)
+DISPLACEMENT_LIMIT = 0.15  # m per unit of a Chrono rig file's post input: "Displacement Limit" of
+# hmmwv/suspensionTest/HMMWV_ST_front.json and HMMWV_ST_rear.json
+
+
+@dataclass(frozen=True)
+class Input:
+    """One rig input, as `mechdyn rig` takes it: kind "sine", "sweep", "bump", "road" or "chrono" with its
+    numbers (docs/rig.md)."""
+    kind: str
+    amplitude: float = 0.0  # sine, sweep: m
+    f0: float = 0.0  # sine: its frequency; sweep: from (Hz)
+    f1: float = 0.0  # sweep: to (Hz)
+    sweep_time: float = 0.0  # sweep: s
+    log: bool = False  # sweep: geometric in frequency
+    mode: str = "heave"  # sine, sweep: the posts' phases (signs)
+    height: float = 0.0  # bump: m
+    length: float = 0.0  # bump: m
+    at: float = 1.0  # bump: s when the front wheels reach it
+    road_class: str = "C"  # road
+    speed: float = 0.0  # bump, road: m/s
+    seed: int = 0  # road
+    path: str = ""  # chrono: the rig data file
+    blend: float = 0.5  # s: every input enters from rest over it
+
+
+def motions_for(lay: Layout, inp: Input, duration: float) -> dict[str, motion.Motion]:
+    """The drivers' motions for `inp` over `duration` s: analytic for a sine or sweep, quintic tables of
+    road.py's samples (every SAMPLE s) otherwise. The rear posts of a road or bump see the front's input one
+    wheelbase later; a single-axle rig takes the front's. A Chrono file moves the posts by its inputs times
+    DISPLACEMENT_LIMIT and the steering driver by its steering times RACK_TRAVEL."""
+    from . import road
+
+    if inp.kind == "sine":
+        return analytic_motions(lay, motion.sine(inp.amplitude, inp.f0, 0.0, blend=inp.blend), inp.mode)
+    if inp.kind == "sweep":
+        return analytic_motions(lay, motion.sweep(inp.amplitude, inp.f0, inp.f1, inp.sweep_time, log=inp.log,
+                                                  blend=inp.blend), inp.mode)
+    span = duration + 1.0  # a table ends at rest (its spline's ends): past the run, not in it
+    try:
+        if inp.kind == "bump":
+            sig = road.bump_posts(inp.height, inp.length, inp.speed, inp.at, span, lay.wheelbase, SAMPLE)
+        elif inp.kind == "road":
+            sig = road.road_posts(inp.road_class, inp.speed, span, lay.wheelbase, inp.seed, SAMPLE)
+        elif inp.kind == "chrono":
+            return _chrono_motions(lay, road.read_chrono_rig_inputs(inp.path), span, inp.blend)
+        else:
+            raise RigError(f"unknown rig input '{inp.kind}'; expected sine, sweep, bump, road or chrono")
+    except ValueError as e:
+        raise RigError(str(e)) from None
+    corners = {"front_left": sig.front_left, "front_right": sig.front_right, "rear_left": sig.rear_left,
+               "rear_right": sig.rear_right}
+    series = {p.driver: corners[("front" if p.driver in lay.front else "rear") + ("_left" if p.driver in lay.left
+                                                                                   else "_right")]
+              for p in lay.posts}
+    return table_motions(sig.t, series, inp.blend)
+
+
+def _chrono_motions(lay: Layout, data, duration: float, blend: float) -> dict[str, motion.Motion]:
+    """A Chrono rig file's posts (axle 0 the front, 1 the rear; a single-axle rig takes axle 0, as Chrono's rig
+    of one axle does) and steering, sampled as Chrono interpolates them."""
+    t = np.arange(0.0, duration + SAMPLE, SAMPLE)
+    steering, left, right = data.evaluate(t, DISPLACEMENT_LIMIT)
+    series = {}
+    for p in lay.posts:
+        axle = 1 if p.driver in lay.rear and data.naxles > 1 else 0
+        series[p.driver] = (left if p.driver in lay.left else right)[axle]
+    if lay.steer is not None:
+        series[lay.steer] = RACK_TRAVEL * np.asarray(steering)
+    return table_motions(t, series, blend)
+
+
 # -- the run ------------------------------------------------------------------------------------------------------
 
 
@@ -155,14 +229,14 @@ def start_state(dyn: Dynamics) -> np.ndarray:
 
 
 def run(dyn: Dynamics, motions: dict[str, motion.Motion], T: float, dt: float, scheme: str = "verlet",
-        q0: np.ndarray | None = None, progress: bool = False) -> RigRun:
+        q0: np.ndarray | None = None, stride: int = 1, progress: bool = False) -> RigRun:
     """The rig shaken by `motions` (driver name: motion; the others held) for T seconds from the static
-    equilibrium (or q0), every step recorded."""
+    equilibrium (or q0), every stride-th step recorded."""
     lay = layout(dyn.model)
     for name, m in motions.items():
         dyn.set_motion(name, m)
     q = start_state(dyn) if q0 is None else np.asarray(q0, dtype=float)
-    tr = simulate(dyn, q, np.zeros(dyn.nv), T, dt, scheme, progress=progress)
+    tr = simulate(dyn, q, np.zeros(dyn.nv), T, dt, scheme, stride=stride, progress=progress)
     return RigRun(lay, tr, records(dyn, lay, tr), {p.driver: float(tr.reactions[0, dyn.model.driver_index(p.driver)])
                                                    for p in lay.posts})
 
@@ -223,3 +297,27 @@ def records(dyn: Dynamics, lay: Layout, tr: Trajectory) -> pd.DataFrame:
     for k, d in enumerate(dyn.model.drivers):
         cols[("post_" if d.name in post else "driver_") + d.name] = tr.reactions[:, k]
     return pd.DataFrame(cols)
+
+
+def sweep_transmissibility(rr: RigRun, m: motion.Motion, columns: list[str], freq: np.ndarray,
+                           periods: float = 2.0) -> np.ndarray:
+    """The measured response per unit post motion of each column at each frequency (Hz) of a sine sweep `m`
+    (the motion of the posts, sign +1 each): at the time the sweep passes f, a least-squares fit over `periods`
+    periods of y ≈ a sin θ + b cos θ + c0 + c1 τ + c2 τ² (θ the sweep's phase, τ the time from the window's
+    centre; the polynomial takes up the slow drift), H = (a + j b)/A. A tracking filter, as shaker tests use:
+    it reads the quasi-steady response, so the sweep must be slow beside the modes' decay (docs/rig.md)."""
+    t = rr.records["t"].to_numpy()
+    A, f0, f1, D = m.params
+    s = t - m.start
+    th, thd, _ = motion.sweep_phase(f0, f1, D, m.log, np.maximum(s, 0.0))
+    finst = thd / (2 * math.pi)
+    out = np.zeros((len(freq), len(columns)), dtype=complex)
+    for i, f in enumerate(freq):
+        k = int(np.searchsorted(finst, f))
+        w = np.abs(th - th[min(k, len(th) - 1)]) <= periods * math.pi
+        tau = t[w] - t[min(k, len(t) - 1)]
+        X = np.column_stack([np.sin(th[w]), np.cos(th[w]), np.ones(w.sum()), tau, tau * tau])
+        for j, col in enumerate(columns):
+            c = np.linalg.lstsq(X, rr.records[col].to_numpy()[w], rcond=None)[0]
+            out[i, j] = (c[0] + 1j * c[1]) / A
+    return out

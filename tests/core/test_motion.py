@@ -127,7 +127,7 @@ def test_planted_blend_of_degree_five_is_caught():
 def test_sweep_reaches_its_frequencies():
     """The sweep's instantaneous frequency θ'/2π is f0 at the start, f1 at the duration and after."""
     for log in (False, True):
-        th = M._sweep_phase(0.5, 20.0, 4.0, log, np.array([0.0, 4.0, 6.0]))
+        th = M.sweep_phase(0.5, 20.0, 4.0, log, np.array([0.0, 4.0, 6.0]))
         assert np.allclose(th[1] / (2 * math.pi), [0.5, 20.0, 20.0])
 
 
