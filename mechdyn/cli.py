@@ -579,6 +579,15 @@ def cmd_modes(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     if model.tracks or model.ground is not None:
         raise InputError(f"modes: {model.name} has contact (a band or a ground), which has no derivatives here")
+    if args.frf:
+        from mechdyn.sim.rig import RigError, layout
+
+        try:
+            layout(model)
+        except RigError as e:
+            raise InputError(f"modes --frf: {e}") from None
+        if args.at != "equilibrium":
+            raise InputError("modes --frf: the frequency response is taken about the static equilibrium; drop --at")
     try:
         held = held_slots(model, args.held or ())
     except ValueError as e:
@@ -603,7 +612,9 @@ def cmd_modes(args: argparse.Namespace) -> int:
     moved = np.abs(lin.q - q0)
     worst = int(np.argmax(np.abs(lin.qdd)))
     print(f"model {model.name}: nv {model.nv}, {model.nc} closure rows, "
-          + (f"held {', '.join(names[h] for h in held)}, " if held else "") + f"free coordinates {lin.M.shape[0]}")
+          + (f"held {', '.join(names[h] for h in held)}, " if held else "")
+          + (f"driven {', '.join(d.name for d in model.drivers)}, " if model.drivers else "")
+          + f"free coordinates {lin.M.shape[0]}")
     print(f"{'equilibrium' if args.at == 'equilibrium' else 'at q0'}: max |qdd| {np.max(np.abs(lin.qdd)):.3e}"
           f" (slot {worst} {names[worst]}); q moved from q0 by at most {np.max(moved, initial=0.0):.4g}")
     rows = []
@@ -624,6 +635,8 @@ def cmd_modes(args: argparse.Namespace) -> int:
         where = "equilibrium" if args.at == "equilibrium" else "q"
         print(f"note: {unstable} of {len(md)} modes unstable: this {where} is a saddle of the potential, "
               "not a stable rest pose")
+    if args.frf:
+        _frf(dyn, q, md, args)
     if args.plot and not len(md):
         print(f"note: no plot written ({args.plot}): no mode to draw")
     elif args.plot:
@@ -755,6 +768,39 @@ def _rig_sweep(dyn, lay, rr, inp, q0, out: Path) -> Path:
 MOVED = {"selftest": "plant known bugs and show the gates catch every one",
          "report": "draw the gate history as a self-contained HTML page",
          "golden": "show or re-record models' golden results and speed figures"}
+
+
+FRF_BAND = (0.1, 50.0)  # Hz: the band of modes --frf's picture and table
+
+
+def _frf(dyn, q, md, args: argparse.Namespace) -> None:
+    """modes --frf: the frequency response from the posts' motion (--input phasing) to the ride quantities,
+    chassis accelerations included: each one's peak over FRF_BAND, and the Bode picture."""
+    import numpy as np
+
+    from mechdyn.linear.frf import base_excitation, frequency_response
+    from mechdyn.sim import rig, rigplot
+
+    lay = rig.layout(dyn.model)
+    be = base_excitation(dyn, q, rig.signs(lay, args.input))
+    ride = rig.Ride(dyn, lay)
+    freq = np.geomspace(*FRF_BAND, 400)
+    H = frequency_response(dyn, be, ride, freq)
+    w2 = (2 * np.pi * freq) ** 2
+    acc = {"heave_acc": -w2 * H[:, 0], "pitch_acc": -w2 * H[:, 1], "roll_acc": -w2 * H[:, 2]}
+    names = [*ride.names, *acc]
+    H = np.column_stack([H, *acc.values()])
+    rows = []
+    for k, name in enumerate(names):
+        i = int(np.argmax(np.abs(H[:, k])))
+        rows.append({"output": name, "peak |H| per m": f"{abs(H[i, k]):.4g}", "at [Hz]": f"{freq[i]:.3g}",
+                     "|H| at 1 Hz": f"{abs(np.interp(1.0, freq, np.abs(H[:, k]))):.4g}"})
+    print(f"frequency response per m of {args.input} post motion ({', '.join(p.driver for p in lay.posts)}), "
+          f"{FRF_BAND[0]:g} to {FRF_BAND[1]:g} Hz:")
+    print(pd.DataFrame(rows).to_string(index=False))
+    shown = [k for k, n in enumerate(names) if (n in ("heave_acc", "pitch_acc", "roll_acc")
+                                                or n.startswith(("travel_", "post_"))) and np.abs(H[:, k]).max() > 0]
+    print(rigplot.plot_bode(freq, H[:, shown], [names[k] for k in shown], md.frequency[~md.rigid], Path(args.frf)))
 
 
 def cmd_moved(args: argparse.Namespace) -> int:
@@ -933,7 +979,8 @@ def parser() -> argparse.ArgumentParser:
                             "Exit status 1 if no equilibrium is found or the plot's displaced poses do not close.",)),
                         epilog="examples:\n  mechdyn modes springpend\n"
                         "  mechdyn modes quartercar --held post --plot quartercar-modes.png\n"
-                        "  mechdyn modes pendulums --at q0")
+                        "  mechdyn modes pendulums --at q0\n"
+                        "  mechdyn modes hmmwv --frf hmmwv-frf.png --input pitch")
     mo.add_argument("model", help="a model name in models/ or a path to a .mech file")
     mo.add_argument("--held", metavar="SLOTS", type=_held, help="comma-separated velocity slots or body names whose "
                     "coordinates are held (e.g. a vehicle's shaker posts): fixed in the equilibrium, dropped from the "
@@ -942,6 +989,11 @@ def parser() -> argparse.ArgumentParser:
                     help="linearize at the static equilibrium (default) or at the design pose q0 as it is")
     mo.add_argument("--plot", metavar="FILE.png", type=output_file, help="draw every mode shape into FILE.png: the "
                     "bodies at equilibrium and displaced both ways, one panel a mode")
+    mo.add_argument("--frf", metavar="FILE.png", type=output_file, help="a model with driven shaker posts (docs/rig.md): "
+                    "the frequency response from the posts' motion to the chassis's accelerations, each wheel's "
+                    "travel, every spring and shock force and every post's force, printed and drawn (Bode) into FILE.png")
+    mo.add_argument("--input", choices=["heave", "pitch", "roll", "warp"], default="heave",
+                    help="--frf: how the posts move together (default heave)")
     mo.set_defaults(func=cmd_modes)
     r = sub.add_parser("rig", help="shake a driven vehicle model on its posts and print its ride figures",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
