@@ -64,13 +64,14 @@ def driven_dyn(name: str) -> Dynamics:
 def driven_states(dyn: Dynamics, n: int, seed: int):
     """(q, qd, tau, fext, act): n validation states as drawn (a loop model's torn by 1e-4, so the Baumgarte terms
     act; random act at the drivers' slots), then n at driven_state at a random time (a loop model's from q0
-    perturbed, closed with the driven coordinates held on their schedules)."""
+    perturbed by ~0.02 in each velocity direction, closed with the driven coordinates held on their schedules:
+    from ~0.05 driven_state's undamped Gauss-Newton diverges on about 2% of hmmwv's starts)."""
     model, rng = dyn.model, np.random.default_rng(seed)
     drawn = list(states(model, n, seed))
     for s in drawn:
         yield s.q, s.qd, s.tau, s.fext, s.act
     for s in drawn:
-        q = integrate(model, model.q0(), rng.normal(0.0, 0.05, model.nv), 1.0) if model.loops else s.q
+        q = integrate(model, model.q0(), rng.normal(0.0, 0.02, model.nv), 1.0) if model.loops else s.q
         q, qd, act = dyn.driven_state(q, s.qd, rng.uniform(0.05, 1.0), s.act)
         yield q, qd, s.tau, s.fext, act
 
