@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from crosscheck.checks import Check
 from crosscheck.dense.elements import tsda_state
+from crosscheck.dense.driven import forward_model
 from crosscheck.dense.loops import forward
 from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.kinematics import forward_kinematics, point_state
@@ -100,7 +101,7 @@ def gen_vs_dense(dyn: Dynamics, trials: int = 1000, seed: int = 0) -> Check:
     worst, at = worst_over_states(
         random_states(model, trials, seed, "generated vs dense"),
         lambda s: dyn.forward(s.q, s.qd, s.tau, s.fext, s.act),
-        lambda s: forward(model, s.q, s.qd, s.tau, s.fext, s.act),
+        lambda s: forward_model(model, s.q, s.qd, s.tau, s.fext, s.act),
     )
     return Check("gen_vs_dense", worst, gen_gate(model),
                  f"{trials} trials, max scaled |qdd_generated - qdd_dense| (worst at trial {at})")

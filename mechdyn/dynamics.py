@@ -24,7 +24,7 @@ from mechdyn.codegen.build import build
 from mechdyn.codegen.capi import BODY_ROW, DERIV_FUNCTION, FUNCTION
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core import motion
-from mechdyn.core.loops import project_q, project_qd, reach_fault
+from mechdyn.core.loops import close_loops, project_qd, reach_fault
 from mechdyn.core.model import Model
 from mechdyn.core.motion import Motion
 from mechdyn.core.parse import load_model
@@ -321,7 +321,7 @@ class Dynamics:
         for d, x, xd, xdd in zip(m.drivers, f, fd, fdd):
             q[m.qidx[d.body]], qd[m.vidx[d.body]], act[d.act] = q0[m.qidx[d.body]] + x, xd, xdd
         if m.loops:
-            q = project_q(m, q, held=m.driven)
+            q = close_loops(m, q, m.driven)
             qd = project_qd(m, q, qd, held=m.driven)
         return q, qd, act
 

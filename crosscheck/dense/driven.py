@@ -26,7 +26,7 @@ from mechdyn.core.model import Model
 from .common import check_vector, require_expanded
 from .crba import mass_matrix
 from .elements import rsda_torque, tsda_forces
-from .loops import loop_system
+from .loops import forward, loop_system
 from .rnea import bias_force
 
 
@@ -55,3 +55,10 @@ def forward_driven(model: Model, q, qd, tau, fext=None, act=None) -> tuple[np.nd
     A = np.block([[H, -G.T], [G, np.zeros((m, m))]])
     x = scipy.linalg.solve(A, np.concatenate([rhs, g]))
     return x[:nv], x[nv + len(k):]
+
+
+def forward_model(model: Model, q, qd, tau, fext=None, act=None) -> np.ndarray:
+    """qdd of the model as written: forward_driven's with drivers, else the loops' forward (loops.py)."""
+    if model.drivers:
+        return forward_driven(model, q, qd, tau, fext, act)[0]
+    return forward(model, q, qd, tau, fext, act)

@@ -136,25 +136,35 @@ def kinematics(pm: PinModel, qp: np.ndarray, vp: np.ndarray) -> None:
 
 
 def forward(pm: PinModel, q, qd, tau, fext=None, act=None) -> np.ndarray:
-    """qdd in mechdyn's coordinates: Pinocchio's ABA for a tree, the KKT system on Pinocchio's terms for loops."""
+    """qdd in mechdyn's coordinates: Pinocchio's ABA for a tree, the KKT system on Pinocchio's terms for loops
+    (and for drivers, each a row fixing its coordinate's acceleration to its act slot)."""
     qp, vp, tp = to_pin(pm, q, qd, tau)
     kinematics(pm, qp, vp)
+    a = np.zeros(max(pm.model.nact, 1)) if act is None else np.asarray(act, dtype=float)
+    prescribed = [(pm.layout[pm.model.bodies[d.body].name][1], float(a[d.act])) for d in pm.model.drivers]
     return urdf.from_pinocchio_v(pm.model, pm.layout, accel(pm, qp, vp, tp + element_forces(pm, qp, vp, act),
-                                                            local_fext(pm, fext)))
+                                                            local_fext(pm, fext), prescribed=prescribed))
 
 
-def accel(pm: PinModel, qp: np.ndarray, vp: np.ndarray, tp: np.ndarray, fx: list, closed: bool = True) -> np.ndarray:
+def accel(pm: PinModel, qp: np.ndarray, vp: np.ndarray, tp: np.ndarray, fx: list, closed: bool = True,
+          prescribed: list[tuple[int, float]] = ()) -> np.ndarray:
     """ddq in Pinocchio's coordinates for joint torques tp and local forces fx, after kinematics at (qp, vp):
-    ABA on the tree, or with the loops closed (unless not `closed`: then ABA on the spanning tree)."""
+    ABA on the tree, or with the loops closed (unless not `closed`: then ABA on the spanning tree), and the
+    `prescribed` (velocity index, acceleration) pairs held by rows of the KKT system."""
     pmod, data = pm.pmodel, pm.data
-    if not (pm.model.loops and closed):
+    if not ((pm.model.loops and closed) or prescribed):
         return np.array(pin.aba(pmod, data, qp, vp, tp, fx) if pm.has_fext else pin.aba(pmod, data, qp, vp, tp))
-    K, gamma, phi = constraint_terms(pm)  # needs the kinematics at (qp, vp)
+    K, gamma, phi = (constraint_terms(pm) if pm.model.loops and closed
+                     else (np.zeros((0, pmod.nv)), np.zeros(0), np.zeros(0)))
     M = pin.crba(pmod, data, qp)
     M = np.triu(M) + np.triu(M, 1).T  # crba fills the upper triangle
     b = pin.rnea(pmod, data, qp, vp, np.zeros(pmod.nv), fx)  # C + gravity − Σ Jᵀ fext
     alpha = 1.0 / pm.model.stab
     k = -gamma - 2.0 * alpha * (K @ vp) - alpha**2 * phi  # Baumgarte (conventions): vanish at closed, consistent states
+    E = np.zeros((len(prescribed), pmod.nv))
+    for r, (iv, _) in enumerate(prescribed):
+        E[r, iv] = 1.0
+    K, k = np.vstack([K, E]), np.concatenate([k, [x for _, x in prescribed]])
     nv, nc = pmod.nv, K.shape[0]
     A = np.zeros((nv + nc, nv + nc))
     A[:nv, :nv], A[:nv, nv:], A[nv:, :nv] = M, K.T, K

@@ -7,7 +7,7 @@ import numpy as np
 from tqdm import tqdm
 
 from crosscheck.checks import Check
-from crosscheck.dense import forward as dense_forward
+from crosscheck.dense import forward_model as dense_forward
 from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
 from mechdyn.core.sample import State, scaled_error, states

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 
-from .integrate import integrate
+from .integrate import integrate, retract
 from .kinematics import Kinematics, forward_kinematics, point_state
 from .model import BASE, LOOP_ROWS, Loop, Model
 
@@ -103,12 +103,10 @@ class AssemblyError(ValueError):
     """The loops cannot be closed from the given configuration."""
 
 
-def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50,
-              held: Sequence[int] = ()) -> np.ndarray:
-    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm steps taken in velocity space, the velocity
-    coordinates `held` (a driver's) left where they are."""
+def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) -> np.ndarray:
+    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm steps taken in velocity space (the design pose's
+    assembly; close_loops holds slots and halves its steps)."""
     q = np.array(q, dtype=float)
-    free = np.setdiff1d(np.arange(model.nv), held)
     for _ in range(maxit):
         phi, K = closure(model, q)
         if not phi.size or np.max(np.abs(phi)) <= tol:
@@ -118,13 +116,43 @@ def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50,
             lp = loop_of_row(model, int(np.argmax(bad)))
             raise AssemblyError(f"loop '{lp.name}' (line {lp.line}) does not close: the Gauss-Newton iteration "
                                 "diverged to non-finite residuals")
-        dv = np.zeros(model.nv)
-        dv[free] = scipy.linalg.lstsq(K[:, free], -phi, cond=1e-12)[0]
+        dv = scipy.linalg.lstsq(K, -phi, cond=1e-12)[0]
         q = integrate(model, q, dv, 1.0)  # the quaternion tangent map, via the integration rule
     phi, _ = closure(model, q)
     worst = int(np.argmax(np.abs(phi)))
     raise AssemblyError(f"loop '{loop_of_row(model, worst).name}' (line {loop_of_row(model, worst).line}) "
                         f"does not close: residual {abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
+
+
+def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: float = 1e-12,
+                maxit: int = 50) -> np.ndarray:
+    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm tangent steps (retract) that leave the held slots
+    alone (a driver's, a held post's), each halved until the residual falls: a full step far from the manifold
+    can overshoot onto another branch and diverge; near it the full step is taken and converges quadratically.
+    AssemblyError when it does not converge in maxit steps."""
+    q = np.array(q, dtype=float)
+    if not model.loops:
+        return q
+    free = np.setdiff1d(np.arange(model.nv), held)
+    for _ in range(maxit):
+        phi, K = closure(model, q)
+        if np.max(np.abs(phi)) <= tol:
+            return q
+        if not (np.isfinite(phi).all() and np.isfinite(K).all()):
+            break
+        step = np.zeros(model.nv)
+        step[free] = scipy.linalg.lstsq(K[:, free], -phi, cond=1e-12)[0]
+        for _ in range(20):
+            trial = retract(model, q, step)
+            if np.max(np.abs(closure(model, trial)[0])) < np.max(np.abs(phi)):
+                break
+            step *= 0.5
+        q = trial
+    phi, _ = closure(model, q)
+    worst = int(np.nanargmax(np.abs(phi)))
+    lp = loop_of_row(model, worst)
+    raise AssemblyError(f"loop '{lp.name}' (line {lp.line}) does not close with slots {list(held)} held: residual "
+                        f"{abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
 
 
 def project_qd(model: Model, q: np.ndarray, qd: np.ndarray, held: Sequence[int] = ()) -> np.ndarray:
@@ -201,7 +229,7 @@ def reach_fault(model: Model, q: np.ndarray, held: Sequence[int], iq: int, offse
         qf = np.array(q, dtype=float)
         qf[iq] += f
         try:
-            project_q(model, qf, held=held)
+            close_loops(model, qf, held)
         except AssemblyError as e:
             return f"at {f:+.6g} from the design pose the loops cannot close ({e})"
     return None

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.linalg
 
+from mechdyn.core import loops
 from mechdyn.core.integrate import retract
-from mechdyn.core.loops import closure, loop_of_row
+from mechdyn.core.loops import AssemblyError
 from mechdyn.core.model import Model
 from mechdyn.dynamics import Dynamics
 
@@ -23,33 +24,11 @@ class EquilibriumError(ValueError):
 
 def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: float = 1e-12,
                 maxit: int = 50) -> np.ndarray:
-    """q moved onto φ(q) = 0 by Gauss–Newton with minimum-norm tangent steps that leave the held slots alone
-    (core.loops.project_q's iteration, the held columns of the loop Jacobian removed), each halved until the
-    residual falls."""
-    q = np.array(q, dtype=float)
-    if not model.loops:
-        return q
-    free = np.setdiff1d(np.arange(model.nv), held)
-    for _ in range(maxit):
-        phi, K = closure(model, q)
-        if np.max(np.abs(phi)) <= tol:
-            return q
-        if not (np.isfinite(phi).all() and np.isfinite(K).all()):
-            break
-        step = np.zeros(model.nv)
-        step[free] = scipy.linalg.lstsq(K[:, free], -phi, cond=1e-12)[0]
-        # a full step far from the manifold can overshoot onto another branch and diverge: halve it until the
-        # residual falls (near the manifold the full step is taken, and converges quadratically)
-        for _ in range(20):
-            trial = retract(model, q, step)
-            if np.max(np.abs(closure(model, trial)[0])) < np.max(np.abs(phi)):
-                break
-            step *= 0.5
-        q = trial
-    phi, _ = closure(model, q)
-    worst = int(np.nanargmax(np.abs(phi)))
-    raise EquilibriumError(f"loop '{loop_of_row(model, worst).name}' does not close with slots {list(held)} held: "
-                           f"residual {abs(phi[worst]):.3e} after {maxit} Gauss-Newton steps")
+    """core.loops.close_loops, its AssemblyError an EquilibriumError here."""
+    try:
+        return loops.close_loops(model, q, held, tol, maxit)
+    except AssemblyError as e:
+        raise EquilibriumError(str(e)) from None
 
 
 def equilibrium(dyn: Dynamics, q0, *, held: Iterable[int | str] = (), tau=None, fext=None, act=None,
