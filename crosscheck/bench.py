@@ -253,8 +253,10 @@ CLOSED_TABLE_HEADER = ("| model | nv | closure rows | generated ns | Pinocchio n
 
 
 def spanning_tree(model: Model) -> Model:
-    """The model without its loop closures: same bodies, elements and design pose (its own cache entry)."""
-    return dataclasses.replace(model, loops=(), source=f"{model.source}\n# loops removed: the spanning tree\n")
+    """The model without its loop closures and drivers (a rig's posts free, as the peers take them): same bodies,
+    elements and design pose (its own cache entry)."""
+    return dataclasses.replace(model, loops=(), drivers=(),
+                               source=f"{model.source}\n# loops and drivers removed: the spanning tree\n")
 
 
 def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: int = 0,

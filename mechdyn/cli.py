@@ -716,12 +716,13 @@ def cmd_rig(args: argparse.Namespace) -> int:
     except SimulationDiverged as e:
         print(f"rig: {e}; nothing written (a smaller --dt may keep it finite)", file=sys.stderr)
         return EXIT_FAIL
-    stepping = time.perf_counter() - t0
+    records = time.perf_counter() - t0 - rr.seconds
     nsteps = int(round(T / args.dt))
     print(f"rig: {model.name}: {inp.kind} input on {', '.join(p.driver for p in lay.posts)}"
           + (f" and {lay.steer}" if lay.steer and inp.kind == "chrono" else "")
-          + f"; {nsteps} {args.scheme} steps of {args.dt:g} s ({T:g} s) in {stepping:.3g} s with the records "
-          f"(real-time factor {T / stepping:.3g})")
+          + f"; {nsteps} {args.scheme} steps of {args.dt:g} s ({T:g} s): stepping {rr.seconds:.3g} s "
+          f"({1e6 * rr.seconds / max(nsteps, 1):.3g} us a step, real-time factor {T / rr.seconds:.3g}), "
+          f"records {records:.3g} s")
     figures = rr.figures()
     print(pd.DataFrame({"figure": list(figures), "value": [f"{v:.4g}" for v in figures.values()]}).to_string(
         index=False))

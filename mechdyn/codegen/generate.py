@@ -63,6 +63,9 @@ def dynamics_builder(model: Model, route: str = "crba", eager: bool = False, bud
     b.budget = budget
     s = system(b, model, route)
     if model.drivers:
+        if route != "crba":
+            raise ValueError(f"{model.path}: a driven model is solved by the CRBA route's partition (driven.py), "
+                             f"not by the {route} route")
         qdd, _, R = driven.solver(b, model, s.H, s.rows, eager)(s.rhs, [kr for _, kr in s.rows],
                                                                driven.accelerations(model))
         for k, x in enumerate(R):
@@ -355,8 +358,7 @@ def forward_function(p: Passes) -> tuple[str, str]:
 def batch_functions(p: Passes) -> tuple[str, str]:
     """Emits fwd_dyn_batch4 (fwd_dyn's statements over four states' vectors) and fwd_dyn_batch (simd.py); and
     fwd_dyn_batch4's stage definitions apart ("" when unstaged)."""
-    lanes = [ln for ln in p.body if not ln.startswith("r[")]  # a driven model's reactions: fwd_dyn_react's alone
-    stages, batch4 = batch4_function(p.model, lanes, p.angles)
+    stages, batch4 = batch4_function(p.model, p.body, p.angles)
     return stages, "\n" + batch4 + batch_function(p.model)
 
 

@@ -42,6 +42,7 @@ INPUTS = ("q", "qd", "tau", "fext", "act")  # fwd_dyn's input arrays, in argumen
 _INPUT = re.compile(rf"\b({'|'.join(INPUTS)})\[(\d+)\]")
 _STORE = re.compile(r"^(\w+(?:\[\d+\])?) = (.*);$")
 _QDD = re.compile(r"^qdd\[(\d+)\]$")
+_REACTION = re.compile(r"^r\[\d+\]$")  # a driven model's reactions: fwd_dyn_react's output, which the batch drops
 _ANGLE = re.compile(r"\b(sn|cs)_(\d+)\b")  # an angle's sine or cosine vector in fwd_dyn_batch4
 _ARGS = "q, qd, tau, fext, act, qdd"
 _PARAMS = ("const double *q, const double *qd, const double *tau, const double *fext, const double *act, "
@@ -70,6 +71,8 @@ def _vector_line(model: Model, text: str) -> str:
     store = _STORE.match(text)
     if text.startswith("const double "):  # a temporary
         return "const md_v4 " + _vector_text(text[len("const double "):])
+    if store and _REACTION.match(store[1]):  # read, so its statements stay as in fwd_dyn_react (same stages)
+        return f"(void)({_vector_text(store[2])});"
     if store:  # an output goes to each state's slot; any other store is made lane after lane, as 4 calls would
         qdd = _QDD.match(store[1])
         targets = [f"qdd[{k * model.nv + int(qdd[1])}]" if qdd else store[1] for k in range(LANES)]

@@ -40,6 +40,14 @@ def random_fext(model: Model, rng: np.random.Generator) -> np.ndarray:
     return f
 
 
+def random_act(model: Model, rng: np.random.Generator) -> np.ndarray:
+    """act: the elements' slots from rng, N(0, 5); the drivers' prescribed accelerations, N(0, 5) too, from a
+    generator spawned off it, which leaves rng's own stream, and so every other draw, as it was without drivers."""
+    drivers = len(model.drivers)
+    own = rng.normal(0.0, 5.0, model.nact - drivers)
+    return np.concatenate([own, rng.spawn(1)[0].normal(0.0, 5.0, drivers)]) if drivers else own
+
+
 def random_state(model: Model, rng: np.random.Generator) -> State:
     """A random (q, qd, tau, fext, act) with O(1) velocities and O(5) loads."""
     return State(
@@ -47,7 +55,7 @@ def random_state(model: Model, rng: np.random.Generator) -> State:
         qd=rng.normal(0.0, 1.0, model.nv),
         tau=rng.normal(0.0, 5.0, model.nv),
         fext=random_fext(model, rng),
-        act=rng.normal(0.0, 5.0, model.nact),
+        act=random_act(model, rng),
     )
 
 
@@ -80,8 +88,7 @@ def manifold_states(model: Model, rng: np.random.Generator, n: int, step: float 
         q = q_next
         qd = project_qd(model, q, rng.normal(0.0, 1.0, model.nv))
         q_torn = integrate(model, q, rng.normal(0.0, tear, model.nv), 1.0) if tear else q
-        yield State(q_torn, qd, rng.normal(0.0, 5.0, model.nv), random_fext(model, rng),
-                    rng.normal(0.0, 5.0, model.nact))
+        yield State(q_torn, qd, rng.normal(0.0, 5.0, model.nv), random_fext(model, rng), random_act(model, rng))
 
 
 def states(model: Model, n: int, seed: int, tear: float = 1e-4) -> Iterator[State]:

@@ -10,6 +10,7 @@ from the static equilibrium on the posts held at the design pose and records, pe
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -208,6 +209,7 @@ class RigRun:
     trajectory: Trajectory
     records: pd.DataFrame
     static: dict[str, float]  # each post driver's reaction at the static equilibrium, N
+    seconds: float  # wall time of the stepping alone (the records are computed after it)
 
     def figures(self) -> dict[str, float]:
         """The ride figures: RMS chassis vertical acceleration (m/s²), and each post's peak and RMS dynamic load
@@ -236,9 +238,11 @@ def run(dyn: Dynamics, motions: dict[str, motion.Motion], T: float, dt: float, s
     for name, m in motions.items():
         dyn.set_motion(name, m)
     q = start_state(dyn) if q0 is None else np.asarray(q0, dtype=float)
+    start = time.perf_counter()
     tr = simulate(dyn, q, np.zeros(dyn.nv), T, dt, scheme, stride=stride, progress=progress)
-    return RigRun(lay, tr, records(dyn, lay, tr), {p.driver: float(tr.reactions[0, dyn.model.driver_index(p.driver)])
-                                                   for p in lay.posts})
+    seconds = time.perf_counter() - start
+    static = {p.driver: float(tr.reactions[0, dyn.model.driver_index(p.driver)]) for p in lay.posts}
+    return RigRun(lay, tr, records(dyn, lay, tr), static, seconds)
 
 
 class Ride:

@@ -124,6 +124,11 @@ static void sim_contact(const md_plant *m, const md_scene *sc, const double *q, 
                         double *W, double *timers, double *mark)
 {
     const double sg = sim_ramp(sc->ramp_ground, t), sb = sim_ramp(sc->ramp_band, t);
+    if (!sc->nband && !sc->ground) {  /* nothing to touch (a driven model stepped here): no wrench, no kinematics */
+        memset(sc->fext, 0, sizeof(double) * 6 * m->nbody);
+        for (int k = 0; k < 6; ++k) W[k] = 0.0;
+        return;
+    }
     m->bodies(q, qd, sc->X);
     sim_lap(timers, 0, mark);
     memset(sc->fext, 0, sizeof(double) * 6 * m->nbody);
@@ -548,14 +553,14 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
         if (stride > 0 && (k + 1) % stride == 0) {
             memcpy(traj_q + nrec * m->nq, q, sizeof(double) * m->nq);
             memcpy(traj_qd + nrec * nv, qd, sizeof(double) * nv);
-            sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
-            traj_aux[nrec * MD_AUX + 24] = wc;
             if (m->drv) {  /* the reactions at the recorded state itself (the step's were at its force time), with
-                            * the step's contact wrenches */
+                            * the step's contact wrenches (before sim_record uses sc->fext as scratch) */
                 const double *ae = md_drive(m->drv->d, m->drv->n, m->nact, t0 + (k + 1) * dt, act ? act + s * na : 0,
                                             m->drv->act, NULL, NULL);
                 m->drv->react(q, qd, sc->tau, sc->fext, ae, qdm, m->drv->r);
             }
+            sim_record(m, sc, q, qd, w, W, J, traj_aux + nrec * MD_AUX);
+            traj_aux[nrec * MD_AUX + 24] = wc;
             md_drive_record(m->drv, nrec);
             ++nrec;
             if (timers) mark = sim_now();

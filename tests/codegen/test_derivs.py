@@ -226,13 +226,15 @@ def qdd_and_batch_errors(dyn: Dynamics, xs: list[Input], single: list[Derivative
 
 def inverse_errors(dyn: Dynamics, x: Input, D: Derivatives) -> tuple[float, float, float]:
     """dtau's asymmetry (relative), its distance from the dense reference's constrained inverse (scaled), and
-    (loops) max |K dtau| relative to |K| |dtau|, K the loop Jacobian of mechdyn.core.loops at q."""
+    (loops) max |K dtau| relative to |K| |dtau|, K the loop Jacobian of mechdyn.core.loops at q. A driver holds
+    its coordinate's acceleration whatever tau is: its rows join K (the inverse on the loops' and drivers'
+    null space)."""
     m, T = dyn.model, D.dtau
     asym = float(np.max(np.abs(T - T.T)) / np.max(np.abs(T)))
     H = mass_matrix(m, x[0])
-    if not m.loops:
+    if not (m.loops or m.drivers):
         return asym, scaled_error(T, np.linalg.inv(H)), 0.0
-    K = closure(m, x[0])[1]
+    K = np.vstack([closure(m, x[0])[1] if m.loops else np.zeros((0, m.nv)), np.eye(m.nv)[list(m.driven)]])
     N = scipy.linalg.null_space(K)
     ref = N @ np.linalg.solve(N.T @ H @ N, N.T)
     return asym, scaled_error(T, ref), float(np.max(np.abs(K @ T)) / (np.max(np.abs(K)) * np.max(np.abs(T))))

@@ -16,6 +16,7 @@ from mechdyn.codegen.expr import Builder
 from mechdyn.codegen.generate import generate, passes
 from mechdyn.codegen.kinematics import TreeKinematics
 from mechdyn.core.model import Model
+from mechdyn.core.sample import scaled_error
 from mechdyn.core.parse import MODELS_DIR, load_model, parse
 from mechdyn.core.sample import states
 
@@ -214,7 +215,11 @@ def test_staged_build_computes_the_same(name, staged):
     sts = list(states(model, 8, 1))
     Q, QD, TAU = (np.stack([getattr(st, f) for st in sts]) for f in ("q", "qd", "tau"))
     single = np.stack([dyn.forward(q, qd, tau) for q, qd, tau in zip(Q, QD, TAU)])
-    assert np.allclose(dyn.forward_batch(Q, QD, TAU), single, rtol=1e-13, atol=1e-13)
+    # state by state, scaled as every other comparison (an entry far below its state's largest carries that one's
+    # rounding: driven halfcar's 0.17 m/s² differs by 2e-13 where its state reaches 72)
+    err = max(scaled_error(b, a) for b, a in zip(dyn.forward_batch(Q, QD, TAU), single))
+    print(f"{name} staged: batch against single calls {err:.1e} scaled")
+    assert err <= 1e-14
 
 
 def test_planted_wrong_slot_trips_the_dense_gate(staged, monkeypatch):

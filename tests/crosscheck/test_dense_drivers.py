@@ -30,16 +30,10 @@ from mechdyn.core.sample import random_fext, random_q, scaled_error, states
 from mechdyn.dynamics import Dynamics
 from mechdyn.export import urdf
 from tests.conftest import MODELS_DIR
+from tests.drivers import with_drivers
 
 GATE = 1e-9  # the generated C against a dense or a peer route, as crosscheck's gen_vs_dense and accel gates
 N_STATES = 20
-
-
-def with_drivers(name: str, blocks: str) -> Model:
-    """models/NAME.mech with its own driver blocks replaced by `blocks`, parsed as that file (tables, messages)."""
-    path = MODELS_DIR / f"{name}.mech"
-    text = re.sub(r"(?ms)^driver \S+\n.*?^end\n", "", path.read_text())
-    return parse(text + "\n" + blocks, path=str(path))
 
 
 def sine(joint: str, amplitude: float) -> str:

@@ -7,19 +7,19 @@ import pytest
 
 from mechdyn.core import motion as M
 from mechdyn.core.errors import MechError
-from mechdyn.core.parse import MODELS_DIR, parse
+from mechdyn.core.parse import parse
 from mechdyn.dynamics import Dynamics
 from mechdyn.sim.contact import ContactSim
 from mechdyn.sim.energy import mechanics
 from mechdyn.sim.run import simulate
+from tests.drivers import undriven_text, with_drivers
 
 POST = "\ndriver post_drive\n  joint post\n  sine 0.02 1.5 0\n  blend 0.5\nend\n"
 
 
 def driven(name: str, extra: str):
-    """models/NAME.mech with `extra` appended, parsed where the file is (so errors name it)."""
-    path = MODELS_DIR / f"{name}.mech"
-    return parse(path.read_text() + extra, path=str(path))
+    """models/NAME.mech with its own drivers replaced by `extra`, parsed where the file is (so errors name it)."""
+    return with_drivers(name, extra)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_fwd_dyn_sim_refuses_a_driven_model(quarter):
 ])
 def test_bad_drivers(extra, line, phrase):
     """Each bad driver is one error at its line (counted from the appended block's first line, 1)."""
-    text = (MODELS_DIR / "quartercar.mech").read_text()
+    text = undriven_text("quartercar")
     first = (text + "\n").count("\n") + 1
     with pytest.raises(MechError) as info:
         parse(text + "\n" + extra, path="models/quartercar.mech")
@@ -157,7 +157,7 @@ def test_bad_tables(tmp_path, rows, line, phrase):
     """A table file's bad row is an error at that row of the table file; a short file at the driver."""
     (tmp_path / "road.txt").write_text(rows)
     mech = tmp_path / "q.mech"
-    mech.write_text((MODELS_DIR / "quartercar.mech").read_text() + "\ndriver a\n joint post\n table road.txt\nend\n")
+    mech.write_text(undriven_text("quartercar") + "\ndriver a\n joint post\n table road.txt\nend\n")
     from mechdyn.core.parse import load_model
     with pytest.raises(MechError) as info:
         load_model(mech)
