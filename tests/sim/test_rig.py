@@ -161,3 +161,29 @@ def test_rig_inputs_are_refused_with_their_reason(dyns):
         rig.motions_for(lay, rig.Input("road", road_class="C", speed=0.0), 5.0)
     with pytest.raises(rig.RigError, match="blend"):
         rig.motions_for(lay, rig.Input("road", road_class="C", speed=10.0, blend=0.0), 5.0)
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (("elbow", "--sine", "0.1", "1"), "cannot be put on the rig: it has no driver"),
+    (("hmmwv", "--road", "J", "--speed", "20"), "road class 'J' does not exist"),
+    (("quartercar", "--road", "C", "--speed", "0"), "needs --speed V > 0"),
+    (("quartercar", "--sine", "0.02", "1", "--blend", "0"), "blend"),
+    (("quartercar",), "expected exactly one input"),
+])
+def test_cli_refuses_with_one_line(args, phrase):
+    from tests.test_cli import cli
+
+    r = cli("mechdyn", "rig", *args)
+    assert r.returncode == 2 and phrase in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cli_runs_a_rig(tmp_path):
+    """mechdyn rig prints the ride figures and writes its pictures and records."""
+    from tests.test_cli import cli
+
+    r = cli("mechdyn", "rig", "quartercar", "--sine", "0.02", "1.5", "--time", "2", "--plot", str(tmp_path / "qc"),
+            "--out", str(tmp_path / "qc.csv"))
+    assert r.returncode == 0, r.stderr
+    assert "rms heave acceleration" in r.stdout and "peak dynamic load post" in r.stdout
+    assert (tmp_path / "qc-histories.png").stat().st_size > 10_000 and (tmp_path / "qc-psd.png").is_file()
+    assert len((tmp_path / "qc.csv").read_text().splitlines()) == 2001 + 1
