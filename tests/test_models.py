@@ -9,8 +9,8 @@ from tests.conftest import MODELS
 VEHICLES = {
     "quartercar": (11, 10, 8, 2),
     "halfcar": (22, 20, 16, 4),
-    "hmmwv": (48, 43, 32, 11),
-    "hmmwv_pitman": (49, 44, 33, 11),
+    "hmmwv": (48, 43, 35, 8),  # mobility 8: the chassis's heave, pitch and roll, the rack and four posts (the rig's
+    "hmmwv_pitman": (49, 44, 36, 8),  # restraints hold its fore-aft, lateral and yaw motion)
 }
 
 

@@ -11,7 +11,7 @@ from crosscheck.dense.loops import forward
 from mechdyn.codegen import kkt
 from mechdyn.codegen import loops as gloops
 from mechdyn.core.integrate import integrate
-from mechdyn.core.loops import closure, project_qd
+from mechdyn.core.loops import closure, loop_of_row, project_qd
 from mechdyn.core.parse import MechError, load_model, parse
 from mechdyn.core.sample import manifold_states, random_q, scaled_error
 
@@ -208,13 +208,15 @@ def test_vehicle_order_eliminates_each_corner_then_the_rack_then_the_chassis():
     assert sorted(order) == sorted([("v", s) for s in free] + [("c", r) for r in range(model.nc)])
     slot = lambda name: model.vidx[next(i for i, bd in enumerate(model.bodies) if bd.name == name)]  # noqa: E731
     pos = {p: k for k, p in enumerate(order)}
-    assert order[-6:] == [("v", s) for s in range(5, -1, -1)]  # the chassis, leaves first
+    assert order[-9:-3] == [("v", s) for s in range(5, -1, -1)]  # the chassis, leaves first, then its restraints
     rack = pos["v", slot("rack")]
     for corner, first_row in (("FL", 0), ("FR", 8)):  # the front corners, tied only by the rack
         wheel = pos["v", slot(f"wheel_{corner}")]
         rows = [pos["c", r] for r in range(first_row, first_row + 8)]
         assert wheel < min(rows) and max(rows) < rack
-    assert all(pos["c", r] < pos["v", 5] for r in range(model.nc))  # no row waits for the chassis
+    corners = [r for r in range(model.nc) if not loop_of_row(model, r).name.startswith("restraint")]
+    assert all(pos["c", r] < pos["v", 5] for r in corners)  # no corner's row waits for the chassis
+    assert order[-3:] == [("c", r) for r in range(model.nc - 3, model.nc)]  # the rig's restraints, base to chassis
 
 
 def test_loops_that_need_the_hub_wait_for_it():

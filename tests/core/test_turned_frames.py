@@ -249,10 +249,12 @@ def source_sha256(model: Model) -> str:
 def snapped(model: Model) -> tuple[Model, list[str]]:
     """The model with each oblique axis replaced by the coordinate axis +e_k it lies nearest (the HMMWV family's
     control arms, written `joint revolute x` before axes could be vectors), and the bodies it moved; and without
-    its drivers (the rigs' posts, which were free joints when the hashes were recorded: a driver changes the solve,
-    docs/generator.md "With drivers", and nothing else)."""
+    its drivers and the rig's restraint rods (the rigs' posts were free joints and the HMMWVs' chassis free in
+    the plane when the hashes were recorded: a driver changes the solve, docs/generator.md "With drivers", and
+    nothing else)."""
     moved = [b.name for b in model.bodies if b.joint != "floating" and b.axis_index < 0]
-    return dc.replace(model, drivers=(), bodies=tuple(b if b.joint == "floating" or b.axis_index >= 0 else
+    loops = tuple(lp for lp in model.loops if not lp.name.startswith("restraint_"))
+    return dc.replace(model, drivers=(), loops=loops, bodies=tuple(b if b.joint == "floating" or b.axis_index >= 0 else
                                           dc.replace(b, axis=np.eye(3)[int(np.argmax(np.abs(b.axis)))])
                                           for b in model.bodies)), moved
 
