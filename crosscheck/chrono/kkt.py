@@ -116,18 +116,25 @@ def motor_qc(cm: ChronoModel, k: int, t: float) -> np.ndarray:
     for j in range(3):
         e = R2[:, j]
         qc[j] = -(np.cross(w2, e) @ (rd - np.cross(w2, r)) + e @ (c1 - c2 - np.cross(w2, rd)))
-    fn = cm.functions[k]
-    revolute = model.bodies[d.body].joint == "revolute"
-    theta = fn.GetVal(t) + link.GetAngleOffset() if revolute else 0.0
-    shadow = _qmul(_qmul(_quat(F2.GetRot()) * [1, -1, -1, -1], _quat(F1.GetRot())),
-                   [np.cos(theta / 2), 0.0, 0.0, -np.sin(theta / 2)])
-    sign = 1.0 if shadow[0] >= 0 else -1.0  # q and −q are one rotation: Chrono's rows then read −½ of the rate
+    sign = motor_sign(cm, k, t)
     qc[3:] = sign * 0.5 * R2.T @ np.cross(w2, w1 - w2)
-    if revolute:
-        qc[5] += sign * 0.5 * fn.GetDer2(t)
+    if model.bodies[d.body].joint == "revolute":
+        qc[5] += sign * 0.5 * cm.functions[k].GetDer2(t)
     else:
-        qc[2] += fn.GetDer2(t)
+        qc[2] += cm.functions[k].GetDer2(t)
     return qc
+
+
+def motor_sign(cm: ChronoModel, k: int, t: float) -> float:
+    """±1: the scalar part's sign of driver k's motor's rotation residual q_s = q2* ⊗ q1 ⊗ qz(−θ) at time t
+    (θ = 0 for a linear motor), ±1 where the motor holds. q and −q are one rotation; Chrono's rotation rows
+    (their Jacobian ½ e0 …) carry the sign, so their Qc does too."""
+    link = cm.motors[k]
+    theta = (cm.functions[k].GetVal(t) + link.GetAngleOffset()
+             if cm.model.bodies[cm.model.drivers[k].body].joint == "revolute" else 0.0)
+    shadow = _qmul(_qmul(_quat(link.GetFrame2Abs().GetRot()) * [1, -1, -1, -1], _quat(link.GetFrame1Abs().GetRot())),
+                   [np.cos(theta / 2), 0.0, 0.0, -np.sin(theta / 2)])
+    return 1.0 if shadow[0] >= 0 else -1.0
 
 
 def _quat(Q) -> np.ndarray:
