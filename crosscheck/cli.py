@@ -6,6 +6,7 @@
     crosscheck mujoco <model> [--linearize [--eps E]] [--trials N] [--seed S] [--json]
     crosscheck bench <model> [--peers [--derivatives]] [--unturned] [--repeats N] [--json]
     crosscheck suspension [MODEL] [--travel M] [--points N] [--plot FILE] [--old-axes] [--json]
+    crosscheck chrono-rig [--inputs FILE] [--time T] [--dt DT] [--plot PNG] [--json]
     crosscheck randmodel SEED [--bodies N] [--floating] [--loops N] [--aligned] [-o FILE]
     crosscheck selftest
     crosscheck report [--history DB] [-o report.html]
@@ -109,6 +110,11 @@ def cmd_chrono(args: argparse.Namespace) -> int:
               f"T={T:g} dt={dt:g}, origin of {model.bodies[body].name} (m); gap = worse of position (m) and "
               f"attitude (rad) over all bodies")
         print("\n".join(sim.table(model, run_dt, body)))
+        if model.drivers:
+            print(f"{model.name}: the drivers' reactions (N or N m), each driver "
+                  f"{sim.SIM_AMPLITUDE:g} m or rad at {sim.SIM_HZ:g} Hz blended in over {sim.SIM_BLEND:g} s; "
+                  "scaled gap = |generated - Chrono| / max(1, largest generated reaction)")
+            print("\n".join(sim.react_table(model, run_dt)))
         print(f"{model.name}: stepping took {run_dt.seconds_chrono:.1f} + {run_dt2.seconds_chrono:.1f} s in Chrono, "
               f"{run_dt.seconds_gen:.2f} + {run_dt2.seconds_gen:.2f} s in the generated code")
     return _report(model.name, checks.sim_checks(model, run_dt, run_dt2, T, args.scheme), args.json)
@@ -221,6 +227,64 @@ def cmd_suspension(args: argparse.Namespace) -> int:
             print(f"{model.name}: curves in {args.plot}")
         print(f"{model.name}: {'PASS' if ok else 'FAIL'}")
     return EXIT_PASS if ok else EXIT_FAIL
+
+
+RIG_PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "chrono_rig_hmmwv.png"  # the repository's
+
+
+def cmd_chrono_rig(args: argparse.Namespace) -> int:
+    """Chrono::Vehicle's HMMWV suspension test rig and `mechdyn rig hmmwv --chrono` on the same data file, side by
+    side (with mechdyn's quartercar and Chrono's pushrod rig): a report (exit 0 once all ran), not a gate."""
+    import numpy as np
+
+    from crosscheck.chrono.rig import INPUTS, SIDES, all_rigs, plot
+    from crosscheck.chrono.vehicle import data_dir, require_vehicle
+    from mechdyn.core.parse import load_model as load
+
+    require_vehicle()  # before the work: exit 2 with the remedy
+    inputs = Path(args.inputs) if args.inputs else data_dir() / INPUTS
+    if not inputs.is_file():
+        raise InputError(f"--inputs {clip(str(inputs))}: no such file: expected Chrono's suspension test rig data "
+                         "file (rows: time, steering, left and right post per axle)")
+    sim_steps(args.time, args.dt, "--time", "--dt")
+    series = all_rigs(inputs, args.time, args.dt)
+    spring = next(e for e in load("hmmwv").tsdas if e.name == "spring_FL")  # mechdyn's linear law, every front spring
+    figures = {}
+    for r in series:
+        ti = r.input_time
+        at0 = int(np.argmin(np.abs(ti)))
+        for side in SIDES:
+            if side not in r.travel:
+                continue
+            top = int(np.argmax(r.spring[side]))
+            figures[f"{r.name}: front {side}"] = {
+                "travel at file t=0, mm": 1e3 * r.travel[side][at0],
+                "travel min, mm": 1e3 * r.travel[side].min(), "travel max, mm": 1e3 * r.travel[side].max(),
+                "file time of travel max, s": float(ti[np.argmax(r.travel[side])]),
+                "spring at file t=0, kN": 1e-3 * r.spring[side][at0],
+                "spring max, kN": 1e-3 * r.spring[side][top],
+                "spring length there, mm": 1e3 * r.length[side][top],
+                "linear law at that length, kN": 1e-3 * spring.k * (spring.l0 - r.length[side][top]),
+                "actuated top at file t=0, mm": 1e3 * r.post[side][at0],
+                "actuated top min, mm": 1e3 * r.post[side].min(), "actuated top max, mm": 1e3 * r.post[side].max(),
+            }
+    path = plot(series, args.plot or RIG_PLOT,
+                f"{inputs.name}: mechdyn rig hmmwv (whole vehicle free on four ball-jointed tire rods, linear springs) "
+                "and quartercar (sprung mass on a vertical slider) vs Chrono::Vehicle's HMMWV_ST_front rigs (chassis "
+                "fixed, cubic springs): pushrod (spindles driven, its inverted post sign undone), platform (TMeasy "
+                "tires, as its demo)")
+    if args.json:
+        print(json.dumps({"inputs": str(inputs), "time": args.time, "dt": args.dt, "plot": str(path),
+                          "figures": figures}, indent=2))
+        return EXIT_PASS
+    print(f"chrono-rig: {inputs}: {args.time:g} s of the file's time (mechdyn at {args.dt:g} s, verlet; Chrono at "
+          "its demo's 1e-3 s, 0.5 s more for its ride-height ramp); times are the file's (Chrono's rig time less its "
+          "0.5 s delay); heights in the chassis frame, the actuated top being the post's or (pushrod) the spindle's")
+    for key, fig in figures.items():
+        print(f"{key}:")
+        print("".join(f"  {n} {v:.4g};" for n, v in fig.items()))
+    print(f"chrono-rig: picture {path}")
+    return EXIT_PASS
 
 
 def cmd_randmodel(args: argparse.Namespace) -> int:
@@ -356,8 +420,15 @@ def parser() -> argparse.ArgumentParser:
         "truncation; 4.0 +- 0.4 where the two schemes agree to first order, or both gaps at round-off). "
         "With --scheme hht the pair is the generalized-alpha stepper at HHT's setting against Chrono's HHT, "
         "both second order: the ratio must be 4.0 +- 0.4. "
+        "A driven model's driven joints are Chrono motors (ChLinkMotorLinearPosition, ChLinkMotorRotationAngle) "
+        "whose functions evaluate the drivers' motions: on its states each driver follows a sine through the "
+        "state's coordinate and rate, and react_vs_dense and react_vs_generated compare the drivers' reactions "
+        "with the motors' (gate 1e-8); in its trajectories every driver follows a sine of 0.01 m or rad at 2 Hz "
+        "blended in over 0.5 s, and react_gap_dt, react_gap_dt2 and react_ratio compare the reactions along "
+        "them (gate 1e-2, ratio as above). "
         "Needs pychrono: conda env create -f environment.yml.",
         epilog="examples:\n  crosscheck chrono slidercrank\n  crosscheck chrono hmmwv --sim 0.25 2e-5\n"
+        "  crosscheck chrono quartercar --sim 1 2e-5   # the shaker post's sine, past its blend\n"
         "  crosscheck chrono satellite --sim 0.5 1e-3 --scheme hht --alpha -0.2",
     )
     c.add_argument("--sim", nargs=2, type=positive_float, metavar=("T", "DT"),
@@ -454,6 +525,40 @@ def parser() -> argparse.ArgumentParser:
                     "joint axes could point anywhere (the gate must fail)")
     su.add_argument("--json", action="store_true", help="print one JSON object")
     su.set_defaults(func=cmd_suspension)
+    cr = sub.add_parser("chrono-rig", formatter_class=_Formatter,
+                        help="Chrono::Vehicle's own HMMWV suspension test rig beside mechdyn rig hmmwv --chrono (a "
+                        "report)",
+                        description="Run Chrono::Vehicle's HMMWV front suspension test rig from "
+                        "hmmwv/suspensionTest/HMMWV_ST_front.json (its chassis fixed, axle 0 tested, the steering "
+                        "included, ChSuspensionTestRigDataDriver on the data file) twice: as a platform rig with "
+                        "TMeasy tires (ChSuspensionTestRigPlatform, Chrono's demo) and as a pushrod rig "
+                        "(ChSuspensionTestRigPushrod, the spindles driven) on the file with its post columns negated, "
+                        "which undoes the rig's inverted post sign; and `mechdyn rig hmmwv --chrono FILE` (the whole "
+                        "vehicle free on four posts from its static equilibrium, rigid tire rods, linear springs) and "
+                        "`mechdyn rig quartercar --chrono FILE` (the front-left corner; again on the file's right "
+                        "column for the front right). Print per front wheel: the wheel travel (the wheel centre's "
+                        "height relative to the chassis above its design value), the coil spring's force "
+                        "(compression positive) against mechdyn's linear law at the same length, and the actuated "
+                        "top's height, at the file's time 0 and at their extremes; draw travel and spring force over "
+                        "time in one picture. A report, not a gate: the rigs differ by design "
+                        "(docs/verification.md, \"Chrono::Vehicle's rig\"). Exit 0 once all four ran; 2 without "
+                        "pychrono with Chrono::Vehicle or its data. Chrono's side is defined in "
+                        "crosscheck/chrono/rig.py.",
+                        epilog="examples:\n  crosscheck chrono-rig\n"
+                        "  crosscheck chrono-rig --plot docs/img/chrono_rig_hmmwv.png\n"
+                        "  crosscheck chrono-rig --inputs ../shared/data/chrono-vehicle/hmmwv/suspensionTest/"
+                        "ST_inputs.dat --time 8 --json\n")
+    cr.add_argument("--inputs", metavar="FILE", help="the rig data file (default Chrono's hmmwv/suspensionTest/"
+                    "ST_inputs.dat under the vehicle data directory)")
+    cr.add_argument("--time", type=positive_float, default=8.0, metavar="T",
+                    help="s of the data file's time to run the rigs (default 8; Chrono runs 0.5 s more for its "
+                    "ride-height ramp)")
+    cr.add_argument("--dt", type=positive_float, default=1e-3, metavar="DT",
+                    help="mechdyn's step, s (default 1e-3, as mechdyn rig; Chrono takes its demo's 1e-3)")
+    cr.add_argument("--plot", type=output_file, metavar="PNG",
+                    help="the picture (default docs/img/chrono_rig_hmmwv.png in this repository)")
+    cr.add_argument("--json", action="store_true", help="print one JSON object of the figures")
+    cr.set_defaults(func=cmd_chrono_rig)
     rm = sub.add_parser("randmodel", formatter_class=_Formatter,
                         help="write a random mechanism with turned joint frames (the frames' checks run these)",
                         description="Write the .mech text of a random mechanism: each joint frame turned by a random "

@@ -1,5 +1,7 @@
 """Project Chrono gates on every model: qd = dq/dt, accelerations against the dense reference and the generated
-code, and trajectories at dt and dt/2 — the same checks and settings as `crosscheck chrono <model>`.
+code, and trajectories at dt and dt/2 — the same checks and settings as `crosscheck chrono <model>`. A driven
+model adds its drivers' reactions against Chrono's motors: react_vs_dense, react_vs_generated on the states,
+react_gap_dt, react_gap_dt2, react_ratio along the trajectories (hht_react_gap_dt, hht_react_gap_dt2 with HHT).
 
 Skipped, saying why, where pychrono is not installed (conda env create -f environment.yml).
 Each test records all of its gates before it fails, so the history has every metric of a failing run too.

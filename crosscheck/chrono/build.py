@@ -9,6 +9,20 @@ from the project's kinematics, with absolute marker frames:
   (body 2; a fixed ground body for the base), at the joint frame, with the
   marker's z along the joint axis: `ChLinkLockRevolute` turns about marker z,
   `ChLinkLockPrismatic` slides along it. A floating body gets no link.
+- a driven tree joint (a `driver`) is a Chrono motor in its place, on the same
+  two frames: `ChLinkMotorLinearPosition` (its guide prismatic) for a prismatic
+  joint, `ChLinkMotorRotationAngle` (its spindle revolute) for a revolute one.
+  The motor's displacement is frame 1's origin along frame 2's z (its angle,
+  frame 1 turned about frame 2's z), which is the joint coordinate q itself:
+  frame 2 is the joint frame (q = 0) and frame 1 the child's origin and axes.
+  So the motor holds q = offset + f(t) with the offset q_design (the design
+  pose's coordinate) and f the driver's motion, evaluated by
+  `mechdyn.core.motion.evaluate` in a Python `ChFunction` (`MotionFunction`:
+  value, rate and acceleration; Chrono's constraint reads the first two, the
+  KKT solve of kkt.py the third). The motor's reaction (`GetMotorForce`,
+  `GetMotorTorque`) is the force (torque) it exerts on body 1, the child,
+  along (about) the axis: the generalized force on q, the project's reaction,
+  with no sign change (docs/verification.md).
 - a loop joint is a Chrono link between the successor (body 1) and the
   predecessor (body 2). The lock links measure the relative position in
   marker 2's frame, so the predecessor owns the line or axis, as in
@@ -39,6 +53,7 @@ import numpy as np
 
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import BASE, Model
+from mechdyn.core.motion import Motion, evaluate
 from mechdyn.core.spatial import quat_to_R, triad
 
 from . import require_pychrono
@@ -61,10 +76,26 @@ class ChronoModel:
     loop_links: list  # per model loop, its Chrono link
     tsdas: list  # per model TSDA, its chrono.ChLinkTSDA
     chrono: Any = field(repr=False, default=None)  # the pychrono module
+    motors: list = field(default_factory=list)  # per model driver, its Chrono motor (also its body's tree link)
+    functions: list = field(default_factory=list)  # per model driver, its motor's MotionFunction
 
     def body(self, i: int):
         """The Chrono body standing for model body i (the ground for BASE)."""
         return self.ground if i == BASE else self.bodies[i]
+
+    def set_motions(self, motions: dict[str, Motion] | list[Motion]) -> None:
+        """Drive the motors by these motions from now on: a list in driver order, or a dict by driver name
+        (the drivers it does not name keep theirs)."""
+        named = motions if isinstance(motions, dict) else {d.name: m for d, m in zip(self.model.drivers, motions)}
+        for d, fn in zip(self.model.drivers, self.functions):
+            if d.name in named:
+                fn.motion = named[d.name]
+
+    def reactions(self) -> np.ndarray:
+        """(ndriver,) each motor's reaction as Chrono reports it from its last reactions (a step's, or those
+        kkt.scatter_accelerations handed it): the force (N) or torque (N m) on the child along or about the axis."""
+        return np.array([m.GetMotorForce() if b.joint == "prismatic" else m.GetMotorTorque()
+                         for m, b in zip(self.motors, (self.model.bodies[d.body] for d in self.model.drivers))])
 
 
 def _vec(ch, x) -> Any:
@@ -80,8 +111,52 @@ def _np(v) -> np.ndarray:
     return np.array([v.x, v.y, v.z])
 
 
-def build(model: Model, mapping: Mapping | None = None) -> ChronoModel:
-    """The model as a ChSystemNSC, built at the design pose (`model.q0()`, closed onto the loops).
+_FUNCTION_CLASS = None
+
+
+def motion_function(m: Motion):
+    """A Chrono function (a `ChFunction` subclass) of time evaluating the driver's motion m by
+    `mechdyn.core.motion.evaluate`: GetVal f, GetDer f', GetDer2 f''. Its `motion` can be replaced. The last time
+    asked is remembered, since Chrono asks for value and rate at the same time several times a step."""
+    global _FUNCTION_CLASS
+    if _FUNCTION_CLASS is None:
+        ch = require_pychrono()
+
+        class MotionFunction(ch.ChFunction):
+            def __init__(self, m: Motion) -> None:
+                super().__init__()
+                self.motion = m
+
+            @property
+            def motion(self) -> Motion:
+                return self._motion
+
+            @motion.setter
+            def motion(self, m: Motion) -> None:
+                self._motion, self._at = m, None
+
+            def _eval(self, x: float) -> tuple[float, float, float]:
+                if self._at is None or self._at[0] != x:
+                    f, fd, fdd = evaluate(self._motion, x)
+                    self._at = (x, float(f), float(fd), float(fdd))
+                return self._at[1:]
+
+            def GetVal(self, x):  # noqa: N802 (Chrono's names)
+                return self._eval(x)[0]
+
+            def GetDer(self, x):  # noqa: N802
+                return self._eval(x)[1]
+
+            def GetDer2(self, x):  # noqa: N802
+                return self._eval(x)[2]
+
+        _FUNCTION_CLASS = MotionFunction
+    return _FUNCTION_CLASS(m)
+
+
+def build(model: Model, mapping: Mapping | None = None, motions: list[Motion] | None = None) -> ChronoModel:
+    """The model as a ChSystemNSC, built at the design pose (`model.q0()`, closed onto the loops), its drivers'
+    motors driven by `motions` (in driver order; default each driver's own motion).
 
     The timestepper is Euler implicit linearized (first order, semi-implicit in
     the velocities) and the solver a direct sparse LU, so a step solves its
@@ -128,16 +203,33 @@ def build(model: Model, mapping: Mapping | None = None) -> ChronoModel:
         return (np.eye(3), np.zeros(3)) if i == BASE else (kin.R[i], kin.p[i])
 
     cm = ChronoModel(model, mapping, system, ground, bodies, accs, [], [], [], ch)
+    q0 = model.q0()
+    drivers = {d.body: k for k, d in enumerate(model.drivers)}
+    motions = [d.motion for d in model.drivers] if motions is None else list(motions)
+    cm.motors, cm.functions = [None] * len(model.drivers), [motion_function(m) for m in motions]
     for i, b in enumerate(model.bodies):
         if b.joint == "floating":
             cm.tree_links.append(None)
             continue
         Rp, pp = pose(b.parent)
         M = triad(b.axis)  # the markers' z along the joint axis, in the body frame and in the joint frame
-        link = ch.ChLinkLockRevolute() if b.joint == "revolute" else ch.ChLinkLockPrismatic()
-        link.Initialize(bodies[i], cm.body(b.parent), False,
-                        _frame(ch, kin.p[i], kin.R[i] @ M), _frame(ch, pp + Rp @ b.xtree, Rp @ b.rot @ M))
-        link.SetName(f"joint {b.name}")
+        frames = (_frame(ch, kin.p[i], kin.R[i] @ M), _frame(ch, pp + Rp @ b.xtree, Rp @ b.rot @ M))
+        if i in drivers:  # the motor measures q itself from the joint frame: offset q_design, then f(t)
+            k = drivers[i]
+            if b.joint == "revolute":
+                link = ch.ChLinkMotorRotationAngle()
+                link.SetAngleOffset(float(q0[model.qidx[i]]))
+            else:
+                link = ch.ChLinkMotorLinearPosition()
+                link.SetMotionOffset(float(q0[model.qidx[i]]))
+            link.SetMotorFunction(cm.functions[k])
+            link.Initialize(bodies[i], cm.body(b.parent), False, *frames)
+            link.SetName(f"driver {model.drivers[k].name}")
+            cm.motors[k] = link
+        else:
+            link = ch.ChLinkLockRevolute() if b.joint == "revolute" else ch.ChLinkLockPrismatic()
+            link.Initialize(bodies[i], cm.body(b.parent), False, *frames)
+            link.SetName(f"joint {b.name}")
         system.AddLink(link)
         cm.tree_links.append(link)
 

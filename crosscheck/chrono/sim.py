@@ -17,7 +17,17 @@ repeated at dt/2, and a gap that halves (ratio 2) is truncation, while a real
 discrepancy does not shrink with the step.
 
 Inputs are held at zero on both sides (tau, fext and act), so both integrate
-the same autonomous system. Chrono re-evaluates its TSDAs every step on its
+the same autonomous system but for the drivers: a driven model's drivers are
+driven by the same motions on both sides (`sim_motions`, unless given: each
+a sine of SIM_AMPLITUDE at SIM_HZ, blended in over SIM_BLEND, the drivers a
+quarter period apart), the generated side's by `Dynamics.set_motion` (its
+steppers put each driven coordinate on its schedule at every stage), Chrono's
+by its motors' functions (imposed at velocity level, from C and Ct = −f'). The
+start is the sampled state put on the schedule at t = 0 (`Dynamics.
+driven_state`), and both sides record the drivers' reactions: the generated
+code's at each recorded state, Chrono's motors' from the step that reached
+it (the start's from the exact KKT solve on both sides), whose gap is
+truncation too. Chrono re-evaluates its TSDAs every step on its
 own; an RSDA is a torque written into an accumulator, so it is recomputed
 before every step from the joint state read back out of Chrono (the angle
 unwrapped against the previous step). A torque written once and left would
@@ -33,7 +43,9 @@ from tqdm import tqdm
 
 from crosscheck.dense.elements import rsda_torque
 from mechdyn.core.kinematics import forward_kinematics
+from mechdyn.core import motion
 from mechdyn.core.model import Model
+from mechdyn.core.motion import Motion
 from mechdyn.core.sample import states
 from mechdyn.dynamics import Dynamics
 from mechdyn.sim.implicit import Implicit
@@ -45,6 +57,7 @@ from .kkt import scatter_accelerations, set_state
 from .mapping import body_gap
 
 RECORDS = 50  # samples over the run at which the two sides are compared
+SIM_AMPLITUDE, SIM_HZ, SIM_BLEND = 0.01, 2.0, 0.5  # each driver's sine (m or rad, Hz, s of blend)
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,8 @@ class SimRun:
     gap: np.ndarray  # (n, nbody) worse of position (m) and attitude (rad) per body
     seconds_chrono: float
     seconds_gen: float
+    r_gen: np.ndarray | None = None  # (n, ndriver) the drivers' reactions, generated dynamics (None: undriven)
+    r_chrono: np.ndarray | None = None  # (n, ndriver) the motors' reactions, Chrono
 
     @property
     def worst(self) -> tuple[float, int, int]:
@@ -65,11 +80,48 @@ class SimRun:
         k, b = np.unravel_index(int(np.argmax(self.gap)), self.gap.shape)
         return float(self.gap[k, b]), int(k), int(b)
 
+    @property
+    def react_gap(self) -> np.ndarray:
+        """(n, ndriver) |reaction_generated − reaction_chrono| / max(1, the largest generated reaction of the run)."""
+        return np.abs(self.r_gen - self.r_chrono) / max(1.0, float(np.max(np.abs(self.r_gen))))
+
+    @property
+    def react_worst(self) -> tuple[float, int, int]:
+        """The largest scaled reaction gap, and the record and driver where it occurred."""
+        g = self.react_gap
+        k, d = np.unravel_index(int(np.argmax(g)), g.shape)
+        return float(g[k, d]), int(k), int(d)
+
 
 def initial_state(model: Model, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The shared initial state: the sampler's first state, closed and velocity-consistent for a loop model."""
     s = next(states(model, 1, seed, tear=0.0))
     return s.q, s.qd
+
+
+def sim_motions(model: Model) -> list[Motion]:
+    """The drivers' motions of the side-by-side runs: driver k a sine of SIM_AMPLITUDE (m or rad) at SIM_HZ,
+    phase k π/2 (a rig's posts a quarter period apart: heave, pitch and roll all move), blended in over
+    SIM_BLEND s."""
+    return [motion.sine(SIM_AMPLITUDE, SIM_HZ, (k * np.pi / 2) % (2 * np.pi), blend=SIM_BLEND)
+            for k in range(len(model.drivers))]
+
+
+class driving:
+    """`with driving(dyn, motions):` dyn's drivers on these motions inside, back on their own after."""
+
+    def __init__(self, dyn: Dynamics, motions: list[Motion]) -> None:
+        self.dyn, self.motions = dyn, motions
+
+    def __enter__(self) -> Dynamics:
+        self.saved = dict(self.dyn.motions)
+        for d, m in zip(self.dyn.model.drivers, self.motions):
+            self.dyn.set_motion(d.name, m)
+        return self.dyn
+
+    def __exit__(self, *exc) -> None:
+        for name, m in self.saved.items():
+            self.dyn.set_motion(name, m)
 
 
 def _steps(T: float, dt: float, records: int) -> tuple[int, int]:
@@ -80,8 +132,11 @@ def _steps(T: float, dt: float, records: int) -> tuple[int, int]:
 
 
 def run_chrono(cm: ChronoModel, q0: np.ndarray, qd0: np.ndarray, nsteps: int, stride: int, dt: float,
-               progress: bool = False, refresh_rsda: bool = True, accelerations: bool = False) -> list:
+               progress: bool = False, refresh_rsda: bool = True, accelerations: bool = False,
+               reactions: list | None = None) -> list:
     """Step Chrono nsteps of dt from (q0, qd0), inputs zero, returning the body states every stride steps (start included).
+    A driven model's motors follow their functions from t = 0; `reactions` (a list) receives the motors' reactions
+    at each record (the start's from the exact KKT solve, then each recording step's).
 
     refresh_rsda=False leaves the RSDA torques as written at the start: the frozen-torque mistake, kept so a test
     can show that the trajectory check catches it. `accelerations`: hand Chrono the start's accelerations and
@@ -91,10 +146,12 @@ def run_chrono(cm: ChronoModel, q0: np.ndarray, qd0: np.ndarray, nsteps: int, st
     """
     model, system = cm.model, cm.system
     set_state(cm, q0, qd0)  # RSDA torques at the start from the project's own q0, qd0
-    if accelerations:
+    if accelerations or cm.motors:
         scatter_accelerations(cm)
     system.SetChTime(0.0)
     out = [read(cm)]
+    if reactions is not None:
+        reactions.append(cm.reactions())
     q_hint = np.array(q0, dtype=float)
     joints = sorted({e.body for e in model.rsdas})
     touched = sorted({i for j in joints for i in (j, model.bodies[j].parent) if i >= 0})
@@ -111,6 +168,8 @@ def run_chrono(cm: ChronoModel, q0: np.ndarray, qd0: np.ndarray, nsteps: int, st
             system.DoStepDynamics(dt)
             if n % stride == 0:
                 out.append(read(cm))
+                if reactions is not None:
+                    reactions.append(cm.reactions())
             if n % 256 == 0:
                 bar.update(256)
         bar.update(nsteps % 256)
@@ -135,20 +194,27 @@ def use_hht(cm: ChronoModel, alpha: float) -> None:
 
 
 def run(model: Model, dyn: Dynamics, q0: np.ndarray, qd0: np.ndarray, nsteps: int, stride: int, dt: float,
-        progress: bool = False, refresh_rsda: bool = True, scheme: str = "euler", alpha: float = HHT_ALPHA) -> SimRun:
+        progress: bool = False, refresh_rsda: bool = True, scheme: str = "euler", alpha: float = HHT_ALPHA,
+        motions: list[Motion] | None = None) -> SimRun:
     """One side-by-side run of nsteps at step dt, compared every stride steps (refresh_rsda: see `run_chrono`),
-    with the pair of schemes `scheme` ("euler" or "hht" at `alpha`)."""
+    with the pair of schemes `scheme` ("euler" or "hht" at `alpha`); a driven model's drivers on `motions`
+    (default `sim_motions`), (q0, qd0) on their schedule at t = 0."""
+    motions = sim_motions(model) if motions is None else motions
     t0 = time.perf_counter()
-    if scheme == "hht":
-        traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="hht", stride=stride,
-                        implicit=Implicit(alpha=alpha, tol=1e-13))
-    else:
-        traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="euler", stride=stride)
+    with driving(dyn, motions):
+        if model.drivers:
+            q0, qd0, _ = dyn.driven_state(q0, qd0, 0.0)
+        if scheme == "hht":
+            traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="hht", stride=stride,
+                            implicit=Implicit(alpha=alpha, tol=1e-13))
+        else:
+            traj = simulate(dyn, q0, qd0, nsteps * dt, dt, scheme="euler", stride=stride)
     t1 = time.perf_counter()
-    cm = build(model)
+    cm = build(model, motions=motions)
     if scheme == "hht":
         use_hht(cm, alpha)
-    chrono_states = run_chrono(cm, q0, qd0, nsteps, stride, dt, progress, refresh_rsda, scheme == "hht")
+    reactions = [] if model.drivers else None
+    chrono_states = run_chrono(cm, q0, qd0, nsteps, stride, dt, progress, refresh_rsda, scheme == "hht", reactions)
     t2 = time.perf_counter()
     n = min(len(traj.t), len(chrono_states))
     p_gen, p_ch, gap = [], [], []
@@ -159,22 +225,37 @@ def run(model: Model, dyn: Dynamics, q0: np.ndarray, qd0: np.ndarray, nsteps: in
         p_gen.append(kin.p)
         p_ch.append(po)
         gap.append(body_gap(model, kin.R, kin.p, bs.R, po))
-    return SimRun(dt, traj.t[:n], np.array(p_gen), np.array(p_ch), np.array(gap), t2 - t1, t1 - t0)
+    driven = bool(model.drivers)
+    return SimRun(dt, traj.t[:n], np.array(p_gen), np.array(p_ch), np.array(gap), t2 - t1, t1 - t0,
+                  traj.reactions[:n] if driven else None, np.array(reactions[:n]) if driven else None)
 
 
 def compare(model: Model, dyn: Dynamics, T: float, dt: float, seed: int = 0, records: int = RECORDS,
             progress: bool = False, refresh_rsda: bool = True, scheme: str = "euler",
-            alpha: float = HHT_ALPHA) -> tuple[SimRun, SimRun]:
-    """The side-by-side run at dt and again at dt/2, from the same initial state, compared at the same times."""
+            alpha: float = HHT_ALPHA, motions: list[Motion] | None = None) -> tuple[SimRun, SimRun]:
+    """The side-by-side run at dt and again at dt/2, from the same initial state, compared at the same times (a
+    driven model's drivers on `motions`, default `sim_motions`)."""
     q0, qd0 = initial_state(model, seed)
     nsteps, stride = _steps(T, dt, records)
-    return (run(model, dyn, q0, qd0, nsteps, stride, dt, progress, refresh_rsda, scheme, alpha),
-            run(model, dyn, q0, qd0, 2 * nsteps, 2 * stride, dt / 2, progress, refresh_rsda, scheme, alpha))
+    return (run(model, dyn, q0, qd0, nsteps, stride, dt, progress, refresh_rsda, scheme, alpha, motions),
+            run(model, dyn, q0, qd0, 2 * nsteps, 2 * stride, dt / 2, progress, refresh_rsda, scheme, alpha, motions))
 
 
 def default_body(model: Model, r: SimRun) -> int:
     """The body whose origin travels farthest on the generated side: the most telling one to tabulate."""
     return int(np.argmax(np.linalg.norm(np.diff(r.p_gen, axis=0), axis=2).sum(axis=0)))
+
+
+def react_table(model: Model, r: SimRun, rows: int = 8) -> list[str]:
+    """Lines of t and, for the driver with the largest reaction gap at that time, both sides' reactions."""
+    picks = sorted({int(round(x)) for x in np.linspace(0, len(r.t) - 1, rows + 1)[1:]})
+    g = r.react_gap
+    lines = [f"  {'t':>7}  {'driver':>10}  {'generated':>14}  {'chrono':>14}  {'scaled gap':>10}"]
+    for k in picks:
+        d = int(np.argmax(g[k]))
+        lines.append(f"  {r.t[k]:7.4f}  {model.drivers[d].name:>10}  {r.r_gen[k, d]:14.6f}  {r.r_chrono[k, d]:14.6f}"
+                     f"  {g[k, d]:10.2e}")
+    return lines
 
 
 def table(model: Model, r: SimRun, body: int, rows: int = 8) -> list[str]:

@@ -1,11 +1,13 @@
 """The Project Chrono cross-check: state mapping both ways, force-element signs, the exact KKT terms, and that
-the checks catch what they exist to catch (a planted convention bug, a frozen RSDA torque).
+the checks catch what they exist to catch (a planted convention bug, a frozen RSDA torque, a driver's motor run
+backwards or its reaction read with the wrong sign).
 
 Tests that drive Chrono skip without pychrono; the mapping is plain numpy and the
 missing-pychrono contract (one line, exit 2) is tested everywhere.
 """
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,6 +88,31 @@ end
 
 def loops_model():
     return parse(LOOPS, name="looptypes")
+
+
+def with_drivers(text: str, joints: list[str], name: str):
+    """The model of `text` with a driver (held at its design value) on each of these bodies' joints."""
+    return parse(text + "".join(f"\ndriver drive_{j}\n  joint {j}\nend\n" for j in joints), name=name)
+
+
+def driven_arm():
+    """stanford with its shoulder (revolute y on a column turning about z), boom (prismatic x on the shoulder) and
+    wrist pitch driven: the rotation motor and the linear one on moving, turning parents, out of plane."""
+    text = (Path(__file__).resolve().parents[2] / "models" / "stanford.mech").read_text()
+    return with_drivers(text, ["shoulder", "boom", "wrist_pitch"], "drivenarm")
+
+
+def driven_crank():
+    """slidercrank with its crank driven: a rotation motor inside a loop."""
+    text = (Path(__file__).resolve().parents[2] / "models" / "slidercrank.mech").read_text()
+    return with_drivers(text, ["crank"], "drivencrank")
+
+
+DRIVEN = {"drivenarm": driven_arm, "drivencrank": driven_crank}
+
+
+def named(name: str):
+    return loops_model() if name == "looptypes" else DRIVEN[name]() if name in DRIVEN else load_model(name)
 
 
 # -- without pychrono ---------------------------------------------------------------
@@ -239,21 +266,29 @@ def test_tsda_actuator_sign():
 
 
 @needs_chrono
-@pytest.mark.parametrize("name", ["quartercar", "fourbar", "looptypes"])
+@pytest.mark.parametrize("name", ["quartercar", "fourbar", "looptypes", "drivenarm", "drivencrank"])
 def test_qc_is_the_derivative_of_chronos_jacobian(name):
-    """Qc (lock links' own, the distance links' written here) = −(d/dt Cq)·v, Cq differentiated along the motion."""
+    """Qc (lock links' own, the distance links' and the motors' written here) = −(d/dt Cq)·v − Ctt, Cq
+    differentiated along the motion: the bodies move by their velocities and the time with them (a rotation motor's
+    rows turn with its angle θ(t)); Ctt = −f'' on a linear motor's z row, −½ f'' on a rotation motor's rz row, the
+    states on a schedule whose f'' is not zero."""
     from scipy.spatial.transform import Rotation
 
     from crosscheck.chrono.build import apply, build, update
-    from crosscheck.chrono.kkt import assemble
+    from crosscheck.chrono.checks import on_schedule
+    from crosscheck.chrono.kkt import assemble, motor_sign
     from crosscheck.chrono.mapping import BodyStates
 
-    model = loops_model() if name == "looptypes" else load_model(name)
+    model = named(name)
     cm = build(model)
     h = 1e-4
+    rng = np.random.default_rng(8)
     for s in states(model, 3, 8, tear=0.0):
+        s, t0, motions = on_schedule(model, s, rng)
+        cm.set_motions(motions)
         bs = cm.mapping.to_chrono(s.q, s.qd)
         apply(cm, bs)
+        cm.system.SetChTime(t0)
         update(cm)
         k = assemble(cm)
         v = np.zeros(k.M.shape[0])
@@ -263,12 +298,21 @@ def test_qc_is_the_derivative_of_chronos_jacobian(name):
         def Cq(t):
             R = np.array([Ri @ Rotation.from_rotvec(t * wi).as_matrix() for Ri, wi in zip(bs.R, bs.w)])
             apply(cm, BodyStates(R, bs.com + t * bs.vcom, bs.vcom, bs.w))
+            cm.system.SetChTime(t0 + t)
             update(cm)
             return assemble(cm).Cq
 
         Cq_dot = (Cq(-2 * h) - 8 * Cq(-h) + 8 * Cq(h) - Cq(2 * h)) / (12 * h)
-        assert np.max(np.abs(k.Qc + Cq_dot @ v)) < 1e-7 * max(1.0, np.max(np.abs(k.Qc)))
-        assert k.Qc.size == model.nc + 5 * sum(b.joint != "floating" for b in model.bodies)
+        Ctt = np.zeros_like(k.Qc)
+        for j, (d, link) in enumerate(zip(model.drivers, cm.motors)):
+            fdd = s.act[d.act]
+            assert fdd != 0.0 or not s.qd.any()
+            if model.bodies[d.body].joint == "revolute":  # C = vec(q_s): its ½ carries q_s's sign (motor_sign)
+                Ctt[link.GetOffset_L() + 5] = -0.5 * motor_sign(cm, j, t0) * fdd
+            else:
+                Ctt[link.GetOffset_L() + 2] = -fdd
+        assert np.max(np.abs(k.Qc + Cq_dot @ v + Ctt)) < 1e-7 * max(1.0, np.max(np.abs(k.Qc)))
+        assert k.Qc.size == model.nc + 5 * sum(b.joint != "floating" for b in model.bodies) + len(model.drivers)
 
 
 @needs_chrono
@@ -351,7 +395,7 @@ def test_hht_pair_is_second_order(name):
     checks = sim_checks(model, *sim.compare(model, Dynamics(model), 0.1, 1e-3, scheme="hht", alpha=-0.2), 0.1, "hht")
     for c in checks:
         assert c.passed, c.line()
-    assert abs(checks[-1].value - 4.0) < 0.1
+    assert abs({c.name: c for c in checks}["hht_ratio"].value - 4.0) < 0.1
 
 
 @needs_chrono
@@ -380,3 +424,147 @@ def test_hht_pair_refuses_rsda_models(capsys):
         assert run(parser, ["chrono", *argv]) == 2
         err = capsys.readouterr().err
         assert (words if have_pychrono() else "pychrono") in err and len(err.strip().splitlines()) == 1
+
+
+# -- drivers: Chrono's motors ---------------------------------------------------------------
+@needs_chrono
+def test_motion_function_is_the_motion():
+    """The motors' ChFunction gives the driver's motion, its rate and acceleration, through Chrono's own calls."""
+    from crosscheck.chrono.build import motion_function
+    from mechdyn.core import motion
+
+    for m in (motion.sine(0.02, 1.5, 0.3, blend=0.5, start=0.2), motion.sweep(0.01, 1, 6, 2.0, log=True, blend=0.3),
+              motion.table([0, 0.5, 1.2, 2.0], [0, 0.03, -0.01, 0.0]), motion.constant(0.0)):
+        fn = motion_function(m)
+        for t in (0.0, 0.1, 0.35, 0.9, 1.7, 2.5):
+            f = [float(x) for x in motion.evaluate(m, t)]
+            assert [fn.GetVal(t), fn.GetDer(t), fn.GetDer2(t)] == f
+
+
+def violation(link) -> np.ndarray:
+    v = link.GetConstraintViolation()
+    return np.array(v.GetVectorData(v.Size()))
+
+
+@needs_chrono
+@pytest.mark.parametrize("name", ["quartercar", "hmmwv", "drivenarm", "drivencrank"])
+def test_motors_hold_the_driven_coordinates(name):
+    """At a state on its schedule every motor's constraint holds (its offset, frames and function agree with the
+    driven coordinate), and a motor run backwards does not: its displacement row is off by 2 f."""
+    from crosscheck.chrono.build import build
+    from crosscheck.chrono.checks import on_schedule
+    from crosscheck.chrono.kkt import set_state
+
+    model = named(name)
+    cm = build(model)
+    rng = np.random.default_rng(3)
+    for s in states(model, 5, 3, tear=0.0):
+        s, t, motions = on_schedule(model, s, rng)
+        cm.set_motions(motions)
+        set_state(cm, s.q, s.qd, t=t)
+        for link in cm.motors:
+            assert np.max(np.abs(violation(link))) < 1e-12
+        q0 = model.q0()
+        for d, link in zip(model.drivers, cm.motors):
+            if model.bodies[d.body].joint == "prismatic":
+                assert abs(link.GetMotorPos() - s.q[model.qidx[d.body]]) < 1e-12
+        backwards = [type(m)(m.kind, tuple(-p if i == 0 else p for i, p in enumerate(m.params)), m.start, m.blend)
+                     for m in motions]  # the amplitude (constant: the value) negated
+        cm.set_motions(backwards)
+        set_state(cm, s.q, s.qd, t=t)
+        moved = [abs(s.q[model.qidx[d.body]] - q0[model.qidx[d.body]]) for d in model.drivers]
+        if max(moved) > 1e-3:
+            assert max(np.max(np.abs(violation(link))) for link in cm.motors) > 1e-4
+
+
+def _driven_sim(model, dyn, T=0.3, dt=1e-4):
+    """The side-by-side runs of a driven model, its drivers on a sine blended in over 0.1 s (quicker than the
+    CLI's 0.5 s: the test's runs are short)."""
+    from crosscheck.chrono import sim
+    from crosscheck.chrono.checks import sim_checks
+    from mechdyn.core import motion
+
+    motions = [motion.sine(0.01, 2.0, k * np.pi / 2, blend=0.1) for k in range(len(model.drivers))]
+    return sim_checks(model, *sim.compare(model, dyn, T, dt, motions=motions), T)
+
+
+@needs_chrono
+@pytest.mark.parametrize("name", ["quartercar", "drivenarm", "drivencrank"])
+def test_drivers_agree_with_chrono(name):
+    """Driven revolute and prismatic joints, on moving parents and in a loop: accelerations and reactions at states
+    on a schedule, and trajectories with their reactions, against Chrono's motors."""
+    from crosscheck.chrono.build import build
+    from crosscheck.chrono.checks import accelerations
+    from mechdyn.dynamics import Dynamics
+
+    model = named(name)
+    dyn = Dynamics(model)
+    checks = [*accelerations(build(model), dyn, 50), *_driven_sim(model, dyn)]
+    assert {c.name for c in checks} >= {"react_vs_dense", "react_vs_generated", "react_gap_dt", "react_ratio"}
+    for c in checks:
+        assert c.passed, c.line()
+    for c in checks[:4]:
+        assert c.value < 1e-10, c.line()
+
+
+@needs_chrono
+def test_motor_run_backwards_is_caught(monkeypatch):
+    """The planted bug: the motors' function negated (the motor's sign convention taken the wrong way round).
+    The states' accelerations and reactions fail (f'' enters Chrono's Qc negated), and so do the trajectories (the
+    posts shaken the other way: a gap that does not shrink)."""
+    from crosscheck.chrono import build as chrono_build
+    from crosscheck.chrono.build import build
+    from crosscheck.chrono.checks import accelerations
+    from mechdyn.core import motion
+    from mechdyn.dynamics import Dynamics
+
+    monkeypatch.setattr(chrono_build, "evaluate", lambda m, t: tuple(-x for x in motion.evaluate(m, t)))
+    model = driven_arm()
+    checks = {c.name: c for c in accelerations(build(model), Dynamics(model), 20)}
+    for key in ("accel_vs_dense", "accel_vs_generated", "react_vs_dense", "react_vs_generated"):
+        assert not checks[key].passed and checks[key].value > 1e-3, checks[key].line()
+    model = load_model("quartercar")
+    sims = {c.name: c for c in _driven_sim(model, Dynamics(model))}
+    assert not sims["sim_ratio"].passed and abs(sims["sim_ratio"].value - 1.0) < 0.1, sims["sim_ratio"].line()
+    assert not sims["react_ratio"].passed, sims["react_ratio"].line()
+
+
+@needs_chrono
+def test_reaction_sign_is_caught(monkeypatch):
+    """The planted bug: the motors' reactions read with the wrong sign (as the force on body 2, the parent). The
+    reaction checks fail at 2 (twice the largest reaction) on the states and along the trajectories, whose gap
+    then does not shrink; the accelerations and positions still pass."""
+    from crosscheck.chrono.build import ChronoModel, build
+    from crosscheck.chrono.checks import accelerations
+    from mechdyn.dynamics import Dynamics
+
+    right = ChronoModel.reactions
+    monkeypatch.setattr(ChronoModel, "reactions", lambda self: -right(self))
+    model = load_model("quartercar")
+    dyn = Dynamics(model)
+    checks = {c.name: c for c in [*accelerations(build(model), dyn, 20), *_driven_sim(model, dyn)]}
+    for key in ("react_vs_dense", "react_vs_generated"):
+        assert not checks[key].passed and abs(checks[key].value - 2.0) < 1e-6, checks[key].line()
+    for key in ("react_gap_dt", "react_gap_dt2"):
+        assert not checks[key].passed and checks[key].value > 1.0, checks[key].line()
+    assert not checks["react_ratio"].passed and abs(checks["react_ratio"].value - 1.0) < 0.05
+    for key in ("accel_vs_dense", "accel_vs_generated", "sim_gap_dt", "sim_ratio"):
+        assert checks[key].passed, checks[key].line()
+
+
+@needs_chrono
+def test_cli_driven_model_json_keys(capsys):
+    import json
+
+    from crosscheck.cli import parser
+    from mechdyn.cliutil import run
+
+    assert run(parser, ["chrono", "quartercar", "--trials", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("accel_vs_generated", "react_vs_dense", "react_vs_generated", "sim_ratio", "react_gap_dt",
+                "react_gap_dt2", "react_ratio"):
+        assert key in out, key
+    assert out["passed"] and out["react_vs_generated"] <= 1e-8 and abs(out["react_ratio"] - 2.0) <= 0.2
+    assert run(parser, ["chrono", "quartercar", "--sim", "0.05", "1e-4"]) == 0
+    text = capsys.readouterr().out
+    assert "the drivers' reactions" in text and "react_ratio" in text
