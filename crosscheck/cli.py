@@ -269,7 +269,7 @@ def cmd_chrono_rig(args: argparse.Namespace) -> int:
                 "actuated top min, mm": 1e3 * r.post[side].min(), "actuated top max, mm": 1e3 * r.post[side].max(),
             }
     path = plot(series, args.plot or RIG_PLOT,
-                f"{inputs.name}: mechdyn rig hmmwv (whole vehicle free on four ball-jointed tire rods, linear springs) "
+                f"{inputs.name}: mechdyn rig hmmwv (whole vehicle on four tire rods, held in the plane by restraints, linear springs) "
                 "and quartercar (sprung mass on a vertical slider) vs Chrono::Vehicle's HMMWV_ST_front rigs (chassis "
                 "fixed, cubic springs): pushrod (spindles driven, its inverted post sign undone), platform (TMeasy "
                 "tires, as its demo)")

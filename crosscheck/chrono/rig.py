@@ -25,7 +25,7 @@ is fixed at the origin), the coil spring's force (Chrono's TSDA force, compressi
 apart) and length, and the height of the body the actuator moves (the post, or the spindle).
 
 mechdyn's side is what `mechdyn rig MODEL --chrono FILE` runs (mechdyn.sim.rig: from the static equilibrium on the
-posts at the design pose): hmmwv (the whole vehicle free on four posts) and quartercar (the front-left corner, its
+posts at the design pose): hmmwv (the whole vehicle on four posts, held in the plane by the rig's restraints) and quartercar (the front-left corner, its
 sprung mass on a vertical slider), recorded the same way from their states.
 """
 from __future__ import annotations
