@@ -85,20 +85,39 @@ def test_at_rest_before_the_start():
         assert np.all(np.stack(M.evaluate(m, np.linspace(-1, m.start, 50))) == 0.0)
 
 
-def test_blend_closed_form():
-    """w(τ) = τ⁴(35 − 84τ + 70τ² − 20τ³): its values and derivatives at the ends and the middle, exactly; its
-    derivatives are those of the polynomial (numpy.polynomial); its peaks are the closed forms BLEND_PEAKS."""
-    p = np.polynomial.Polynomial([0, 0, 0, 0, 35, -84, 70, -20])
+SEPTIC = np.polynomial.Polynomial([0, 0, 0, 0, 35, -84, 70, -20])  # w(τ) = τ⁴(35 − 84τ + 70τ² − 20τ³)
+
+
+def blend_error(weight) -> float:
+    """The largest difference of `weight`'s value and three derivatives (blend_weight's form) from the degree-7
+    polynomial's on [0, 1], and from the ends' conditions (0 and 1, flat through the jerk)."""
     tau = np.linspace(0, 1, 1001)
-    w = M.blend_weight(tau)
-    for k in range(4):
-        assert np.allclose(w[k], p.deriv(k)(tau), atol=1e-12)
-    for k in range(1, 4):
-        assert w[k][0] == 0.0 and abs(w[k][-1]) < 1e-12  # flat at both ends through the jerk
-    assert w[0][0] == 0.0 and w[0][-1] == 1.0 and w[0][500] == 0.5
+    w = weight(tau)
+    err = max(float(np.abs(w[k] - SEPTIC.deriv(k)(tau)).max()) for k in range(4))
+    ends = [w[0][0], w[0][-1] - 1.0, *(w[k][0] for k in range(1, 4)), *(w[k][-1] for k in range(1, 4))]
+    return max(err, float(np.abs(ends).max()))
+
+
+def test_blend_closed_form():
+    """w(τ) = τ⁴(35 − 84τ + 70τ² − 20τ³): its values and derivatives against the polynomial's, flat through the
+    jerk at both ends; its peaks are the closed forms BLEND_PEAKS."""
+    assert blend_error(M.blend_weight) < 1e-12
+    assert M.blend_weight(np.array([0.5]))[0][0] == 0.5
     fine = np.linspace(0, 1, 200001)
     for k, peak in enumerate(M.BLEND_PEAKS, 1):
-        assert abs(np.abs(p.deriv(k)(fine)).max() - peak) < 1e-6 * peak
+        assert abs(np.abs(SEPTIC.deriv(k)(fine)).max() - peak) < 1e-6 * peak
+
+
+def test_planted_blend_of_degree_five_is_caught():
+    """The degree-5 smoothstep 10τ³ − 15τ⁴ + 6τ⁵ (value, rate and acceleration continuous, its jerk jumping
+    at both ends) planted as the blend fails the closed-form check."""
+    p5 = np.polynomial.Polynomial([0, 0, 0, 10, -15, 6])
+
+    def quintic(tau):
+        t = np.clip(tau, 0.0, 1.0)
+        return tuple(p5.deriv(k)(t) for k in range(4))
+
+    assert blend_error(quintic) > 1.0
 
 
 def test_blend_jerk_bound():
@@ -115,13 +134,6 @@ def test_blend_jerk_bound():
     print(f"\nblend jerk: max {np.abs(jerk).max():.4g}, bound {bound:.4g}")
     assert np.abs(jerk).max() <= bound
     assert np.abs(jerk).max() > 0.1 * bound  # the bound is not vacuous
-
-
-def test_planted_blend_of_degree_five_is_caught():
-    """The degree-5 smoothstep (value, rate, acceleration continuous, the jerk not) is not the blend: the closed-
-    form check catches it."""
-    p5 = np.polynomial.Polynomial([0, 0, 0, 10, -15, 6])
-    assert abs(p5.deriv(3)(0.0)) > 1.0  # its jerk jumps at the blend's start: test_blend_closed_form would fail
 
 
 def test_sweep_reaches_its_frequencies():

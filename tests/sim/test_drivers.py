@@ -164,3 +164,19 @@ def test_bad_tables(tmp_path, rows, line, phrase):
     assert phrase in info.value.msg, str(info.value)
     if line is not None:
         assert info.value.path.endswith("road.txt") and info.value.line == line
+
+
+def test_planted_stepper_that_lets_the_driven_coordinate_drift_is_caught(quarter):
+    """step.c planted without its end-of-step reset of the driven coordinates (they then drift with their rate,
+    set only at each force evaluation): the schedule check fails by far more than round-off."""
+    from mechdyn.sim import native
+
+    line = "        if (m->drv) md_drive(m->drv->d, m->drv->n, m->nact, t0 + (k + 1) * dt, NULL, m->drv->act, q, qd);\n"
+    text = native.step_source()
+    assert line in text
+    planted = native.compile(step_text=text.replace(line, ""))
+    sim = ContactSim(quarter, ramp_ground=0.0, ramp_band=0.0, predictor=True, module=planted)
+    run = sim.run(quarter.model.q0(), np.zeros(quarter.nv), 1.5, 1e-3, "verlet")
+    eq, ev = schedule_error(quarter, run)
+    print(f"\nplanted: |q - f| {eq:.1e} m, |qd - f'| {ev:.1e} m/s")
+    assert eq > 1e-9 or ev > 1e-9
