@@ -727,23 +727,26 @@ class _Builder:
         self.tsdas.append(Tsda(name=s.name, poi_a=ends[0], poi_b=ends[1], k=v["k"], c=v["c"], l0=v["l0"],
                                act=self.act_slot(s), line=s.line))
 
+    def single_dof_body(self, s: _Stmt, acts: str) -> int:
+        """The body of `joint` in s, which must be a revolute or prismatic joint (the error says s `acts` on it)."""
+        name = s.vals["joint"]
+        body = self.body_ref(name, s.at("joint"), f"'joint' in {s.label}", allow_base=False)
+        if self.bodies[body].joint == "floating":
+            self.fail(s.at("joint"), f"{s.label} {acts} floating body '{name}'; expected a body with a revolute or "
+                                     "prismatic joint")
+        return body
+
     def add_rsda(self, s: _Stmt) -> None:
         self.unique(s)
         v = s.vals
-        body = self.body_ref(v["joint"], s.at("joint"), f"'joint' in {s.label}", allow_base=False)
-        if self.bodies[body].joint == "floating":
-            self.fail(s.at("joint"), f"{s.label} acts on floating body '{v['joint']}'; "
-                                     "expected a body with a revolute or prismatic joint")
+        body = self.single_dof_body(s, "acts on")
         self.rsdas.append(Rsda(name=s.name, body=body, k=v["k"], c=v["c"], q0=v["q0"],
                                act=self.act_slot(s), line=s.line))
 
     def add_driver(self, s: _Stmt) -> None:
         self.unique(s)
         v = s.vals
-        body = self.body_ref(v["joint"], s.at("joint"), f"'joint' in {s.label}", allow_base=False)
-        if self.bodies[body].joint == "floating":
-            self.fail(s.at("joint"), f"{s.label} drives floating body '{v['joint']}'; expected a body with a "
-                                     "revolute or prismatic joint (a floating joint has no one coordinate)")
+        body = self.single_dof_body(s, "drives")
         if (other := next((d for d in self.drivers if d.body == body), None)) is not None:
             self.fail(s.at("joint"), f"{s.label} drives body '{v['joint']}', already driven by driver "
                                      f"'{other.name}' (line {other.line}); expected one driver per coordinate")
