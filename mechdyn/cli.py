@@ -98,6 +98,8 @@ def describe(model: Model) -> str:
                   + (f"  act[{e.act}]" if e.act >= 0 else "") for e in model.tsdas]),
         ("rsda", [f"{e.name}: joint of {model.bodies[e.body].name}  k {e.k:g}  c {e.c:g}  q0 {e.q0:g}"
                   + (f"  act[{e.act}]" if e.act >= 0 else "") for e in model.rsdas]),
+        ("driver", [f"{d.name}: joint of {model.bodies[d.body].name}, {d.motion.describe()}  f'' in act[{d.act}]"
+                    for d in model.drivers]),
         ("tracks", [_band_line(model, t) for t in model.tracks]),
         ("ground", [f"terrain {model.ground.terrain} {' '.join(f'{x:g}' for x in model.ground.params)}"]
          if model.ground else []),
