@@ -42,5 +42,5 @@ class DriverSet:
     def record(self, rows: np.ndarray | None) -> None:
         """The (nrec, ndriver + 1) array C writes each recorded state's reactions and the drivers' work so far
         into (None: none recorded)."""
-        self._traj = rows
+        self._traj = rows  # kept alive while C holds a pointer into it
         self.struct.traj_r = self._ffi.NULL if rows is None else self._ffi.from_buffer("double[]", rows)

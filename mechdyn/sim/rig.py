@@ -92,7 +92,7 @@ def layout(model: Model) -> Layout:
 
 # -- inputs -------------------------------------------------------------------------------------------------------
 
-MODES = {"heave": (1, 1), "pitch": (1, -1), "roll": (1, -1), "warp": (1, -1)}  # (first, second) signs, see signs()
+MODES = ("heave", "pitch", "roll", "warp")  # how a sine or sweep phases the posts: signs()
 
 
 def signs(lay: Layout, mode: str) -> dict[str, float]:
