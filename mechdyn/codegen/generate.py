@@ -332,27 +332,20 @@ def null_guards(m: Model) -> list[str]:
                      if not used]
 
 
-_REACT_PARAMS = "const double *q, const double *qd, const double *tau, const double *fext, const double *act, " \
-                "double *qdd, double *r"
-
-
 def forward_function(p: Passes) -> tuple[str, str]:
     """Emits fwd_dyn: zeros for a NULL fext or act where the model reads them, then the sincos batch and the
     scheduled statements, or, for a body too long for one function, the calls of its stages (simd.py), whose
     definitions it returns apart ("" when unstaged). A driven model's statements are fwd_dyn_react's, which
     fwd_dyn calls with its reactions going to a local array."""
-    guards = null_guards(p.model)
-    if not p.model.drivers:
-        stages, protos, dyn = (forward_stages(p.angles, p.body) if staged(p.body)
-                               else ([], "", sincos_batch(p.angles) + p.body))
-        return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn"].header() + "\n{\n" + _indent(guards)
-                                 + _indent(dyn) + "}\n")
-    stages, protos, dyn = (forward_stages(p.angles, p.body, params=_REACT_PARAMS, args="q, qd, tau, fext, act, qdd, r")
+    f = FUNCTION["fwd_dyn_react" if p.model.drivers else "fwd_dyn"]
+    args = ", ".join(q.split("*")[-1] for q in f.params)  # "const double *q" -> "q"
+    stages, protos, dyn = (forward_stages(p.angles, p.body, params=", ".join(f.params), args=args)
                            if staged(p.body) else ([], "", sincos_batch(p.angles) + p.body))
-    n = len(p.model.drivers)
-    return "".join(stages), ("\n" + protos + FUNCTION["fwd_dyn_react"].header() + "\n{\n" + _indent(guards)
-                             + _indent(dyn) + "}\n\n" + FUNCTION["fwd_dyn"].header() + "\n{\n"
-                             + f"    double r[{n}];\n    fwd_dyn_react(q, qd, tau, fext, act, qdd, r);\n}}\n")
+    text = "\n" + protos + f.header() + "\n{\n" + _indent(null_guards(p.model)) + _indent(dyn) + "}\n"
+    if p.model.drivers:
+        text += (f"\n{FUNCTION['fwd_dyn'].header()}\n{{\n    double r[{len(p.model.drivers)}];\n"
+                 f"    fwd_dyn_react(q, qd, tau, fext, act, qdd, r);\n}}\n")
+    return "".join(stages), text
 
 
 def batch_functions(p: Passes) -> tuple[str, str]:

@@ -514,7 +514,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
         ga_inputs(m, nsched, dt_sched, t0, tau, fext, act, &u, &fe, &ac);
         ac = md_drive(drv->d, drv->n, m->nact, t0, ac, drv->act, NULL, NULL);
         drv->react(q, qd, u, fe, ac, w.r, drv->r);
-        pd0 = md_drive_power(drv->d, drv->n, t0, drv->r);
+        pd0 = md_drive_power(drv->d, drv->n, qd, drv->r);
     }
     long k = 0, nrec = 0;
     double h = o->adaptive ? (stats[6] > 0.0 ? stats[6] : dt) : dt;
@@ -557,7 +557,7 @@ long md_ga_sim(const md_ga_plant *m, const md_ga_opts *o, long nout, double t0, 
             p0 = p1;
             if (drv) {  /* the reactions at the step's end, where its equations hold */
                 drv->react(q, qd, u, fe, ac, w.r, drv->r);
-                const double pd1 = md_drive_power(drv->d, drv->n, w.t1, drv->r);
+                const double pd1 = md_drive_power(drv->d, drv->n, qd, drv->r);
                 drv->work[0] += 0.5 * hs * (pd0 + pd1);
                 pd0 = pd1;
             }

@@ -30,7 +30,7 @@ typedef struct {
 void md_motion_eval(const double *m, double t, double *out);
 const double *md_drive(const md_driver *d, int n, int nact, double t, const double *ac, double *buf, double *q,
                        double *qd);
-double md_drive_power(const md_driver *d, int n, double t, const double *r);
+double md_drive_power(const md_driver *d, int n, const double *qd, const double *r);
 void md_drive_record(const md_drivers *drv, long row);
 /* API end */
 
@@ -115,15 +115,12 @@ const double *md_drive(const md_driver *d, int n, int nact, double t, const doub
     return buf;
 }
 
-/* The drivers' power at time t with reactions r: the sum of r_k times each one's rate */
-double md_drive_power(const md_driver *d, int n, double t, const double *r)
+/* The drivers' power with reactions r: the sum of r_k times each one's rate, read from qd (which md_drive, or
+ * the implicit step's state, has just set from the schedule: the motion is not evaluated again) */
+double md_drive_power(const md_driver *d, int n, const double *qd, const double *r)
 {
     double p = 0.0;
-    for (int k = 0; k < n; ++k) {
-        double f[3];
-        md_motion_eval(d[k].motion, t, f);
-        p += r[k] * f[1];
-    }
+    for (int k = 0; k < n; ++k) p += r[k] * qd[d[k].iv];
     return p;
 }
 

@@ -48,29 +48,22 @@ class Layout:
     wheelbase: float  # m between the axles (0 on a single axle)
 
 
-def _position(X: np.ndarray) -> np.ndarray:
-    """The origin of a frame in base coordinates from its 6 × 6 transform X = [E 0; −E r× E]."""
-    E = X[:3, :3]
-    rx = -E.T @ X[3:, :3]  # r×
-    return np.array([rx[2, 1], rx[0, 2], rx[1, 0]])
-
-
 def layout(model: Model) -> Layout:
     """The model's rig: its post drivers (each a prismatic driver along gravity whose body is the predecessor of a
     loop), the
     wheel each one carries, front and rear by design position, and the steering driver `steer`. RigError when
     the model has no post driver."""
     posts = []
-    frames = forward_kinematics(model, model.q0()).X0
+    kin = forward_kinematics(model, model.q0())
     down = model.gravity / max(float(np.linalg.norm(model.gravity)), 1e-300)
     for d in model.drivers:
         b = model.bodies[d.body]
-        axis = frames[d.body][:3, :3].T @ b.axis  # the joint axis in base coordinates at the design pose
+        axis = kin.R[d.body] @ b.axis  # the joint axis in base coordinates at the design pose
         if b.joint != "prismatic" or abs(abs(float(axis @ down)) - 1.0) > 1e-9:
             continue  # a post slides along gravity
         carried = [lp.succ for lp in model.loops if lp.pred == d.body]
         if carried:
-            p = _position(frames[d.body])
+            p = kin.p[d.body]
             posts.append(Post(d.name, d.body, carried[0], float(p[0]), float(p[1])))
     if not posts:
         what = ("it has no driver" if not model.drivers else

@@ -408,7 +408,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
         }
         if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
     }
-    if (m->drv) pd0 = md_drive_power(m->drv->d, m->drv->n, t0, m->drv->r);
+    if (m->drv) pd0 = md_drive_power(m->drv->d, m->drv->n, qd, m->drv->r);
     G->pc_valid = sc->dissipation;
     double hp = o->adaptive && G->stats[6] > 0.0 ? G->stats[6] : dt;  /* the adaptive step's proposal */
     G->status = 0;
@@ -459,7 +459,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             w = w1, p0 = p1;
             if (sc->dissipation) wc += 0.5 * h * (G->pc + pc), G->pc = pc;
             if (m->drv) {  /* the reactions of the step's last evaluation, at its end */
-                const double pd1 = md_drive_power(m->drv->d, m->drv->n, t + h, m->drv->r);
+                const double pd1 = md_drive_power(m->drv->d, m->drv->n, qd, m->drv->r);
                 m->drv->work[0] += 0.5 * h * (pd0 + pd1);
                 pd0 = pd1;
             }
@@ -536,7 +536,7 @@ long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nste
         /* the driven coordinates where their schedules put them at the force's time */
         if (m->drv) ac = md_drive(m->drv->d, m->drv->n, m->nact, t, ac, m->drv->act, q, qv);
         sim_rhs(m, sc, q, qv, dt, t, tau + s * nv, ac, qdd, W, timers, &mark);
-        if (m->drv) m->drv->work[0] += dt * md_drive_power(m->drv->d, m->drv->n, t, m->drv->r);
+        if (m->drv) m->drv->work[0] += dt * md_drive_power(m->drv->d, m->drv->n, qv, m->drv->r);
         /* at the state the forces were evaluated at, over the step: the midpoint rule of the force's own time */
         const double pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t),
                                                            sim_ramp(sc->ramp_band, t)) : 0.0;
