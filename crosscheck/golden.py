@@ -262,19 +262,25 @@ def resolved_options(cc: tuple[str, ...], cflags: tuple[str, ...]) -> tuple[str,
     return ()
 
 
-def counting_unavailable() -> str | None:
-    """Why instructions cannot be counted here, or None: no valgrind, or a CPU that cannot run the counting build
-    (the checksum runs it natively, and valgrind decodes only what the host CPU has)."""
-    if valgrind() is None:
-        return "valgrind not found: apt-get install valgrind"
+def counting_cpu_gap() -> list[str]:
+    """The x86-64-v3 CPU flags this host lacks, which the counting build (flags.counting()) needs to run natively;
+    empty where the counting flags name no such level (not x86-64) or where /proc/cpuinfo cannot be read."""
     if flags.counting() != list(flags.COUNT_FLAGS_X86_64):
-        return None
+        return []
     try:
         cpu = next((ln.split(":", 1)[1].split() for ln in CPUINFO.read_text().splitlines()
                     if ln.startswith("flags")), None)
     except OSError:
         cpu = None
-    missing = [f for f in X86_64_V3_CPU_FLAGS if cpu is not None and f not in cpu]
+    return [f for f in X86_64_V3_CPU_FLAGS if cpu is not None and f not in cpu]
+
+
+def counting_unavailable() -> str | None:
+    """Why instructions cannot be counted here, or None: no valgrind, or a CPU that cannot run the counting build
+    (the checksum runs it natively, and valgrind decodes only what the host CPU has)."""
+    if valgrind() is None:
+        return "valgrind not found: apt-get install valgrind"
+    missing = counting_cpu_gap()
     return (f"this CPU lacks {' '.join(missing)} of x86-64-v3, which the instruction-counting build "
             f"({shlex.join(flags.counting())}) needs" if missing else None)
 

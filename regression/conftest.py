@@ -3,7 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from crosscheck import golden
 from crosscheck.checks import Check
+from mechdyn.codegen import flags
 from mechdyn.codegen.stepper import damped
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Dynamics
@@ -19,9 +21,15 @@ _built: dict[str, Dynamics] = {}
 
 
 def dynamics(name: str) -> Dynamics:
-    """The model's compiled dynamics, built once per worker through the cache."""
+    """The model's compiled dynamics, built once per worker through the cache.
+
+    Compiled with the instruction gates' fixed-target flags wherever this CPU runs them: the same module they
+    count, so each model compiles once per run, not twice, and no gate's figure depends on the host's
+    -march=native (the generated C is the same; tests/ exercises the production flags).
+    """
     if name not in _built:
-        _built[name] = Dynamics(load_model(name))
+        cflags = None if golden.counting_cpu_gap() else flags.counting()
+        _built[name] = Dynamics(load_model(name), cflags=cflags)
     return _built[name]
 
 
@@ -39,6 +47,29 @@ def pytest_generate_tests(metafunc) -> None:
         metafunc.parametrize("tree_model_name", [m for m in MODELS if not load_model(m).loops])
     if "damped_model_name" in metafunc.fixturenames:
         metafunc.parametrize("damped_model_name", [m for m in MODELS if damped(load_model(m))])
+
+
+def model_of(item: pytest.Item) -> str | None:
+    """The model a collected test runs on: the first of its parameters that names one."""
+    params = getattr(item, "callspec", None)
+    return next((v for v in params.params.values() if v in MODELS), None) if params else None
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """One xdist group per model, heaviest models first.
+
+    Under `--dist loadgroup` (pyproject.toml's addopts) a model's tests share one worker, so its module is built,
+    its validation states drawn and its dense reference solved once per run rather than once per worker; and the
+    longest groups start first, so neither worker is left with one at the end. nv stands for the weight: the
+    dense reference's cost and the compiler's grow with it.
+    """
+    here = Path(__file__).parent
+    ours = {id(item): model_of(item) for item in items if here in item.path.parents}  # the hook sees every item
+    weight = {m: load_model(m).nv for m in set(ours.values()) if m is not None}
+    for item in items:
+        if ours.get(id(item)) is not None:
+            item.add_marker(pytest.mark.xdist_group(ours[id(item)]))
+    items.sort(key=lambda item: -weight.get(ours.get(id(item)), 0))  # stable: a model's tests keep their order
 
 
 @pytest.fixture
