@@ -605,7 +605,7 @@ def parser() -> argparse.ArgumentParser:
                         "Exit status 0 only if every planted bug is caught.")
     st.set_defaults(func=cmd_selftest)
     r = sub.add_parser("report", help="draw the gate history as one self-contained HTML page",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       formatter_class=_Formatter,
                        description="Write one HTML page (no network, no other file) from the gate history that every "
                        "regression run appends to: a grid of the latest run, models by gates, each cell coloured by "
                        "its margin log10(metric / threshold) on one scale, failures red, worst first; what changed "

@@ -17,7 +17,6 @@ import html
 import json
 import math
 import os
-import re
 import sqlite3
 import zlib
 from dataclasses import dataclass
@@ -374,7 +373,7 @@ def _cell(model: str, gate: str, row: pd.Series | None, blank: str | None, p: in
     return f'<td{click} style="background:{colour(row.margin)}" title="{esc(title)}"></td>'
 
 
-def _grid_html(hist: History, g: Grid, index: dict[tuple[str, str], int]) -> str:
+def _grid_html(g: Grid, index: dict[tuple[str, str], int]) -> str:
     """The grid as an HTML table, gate names vertical, each naming its definition on hover."""
     esc = html.escape
     head = "".join(f'<th class="gate" title="{esc(GATES[n].definition if n in GATES else "")}">'
@@ -483,7 +482,7 @@ def render(hist: History, comparisons: list[Comparison], factor: float = DEFAULT
             "pairs": [[m, n, c, units[(m, n)]] for m, n, c in zip(pairs.model, pairs.gate, counts)],
             "defs": {n: GATES[n].definition for n in g.gates if n in GATES},
             "blob": blob}
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # no "</script>" inside the script
+    payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")  # nothing ends the script early
     latest = g.cells
     nfail = int((~latest.passed).sum())
     nskip = hist.skips[hist.skips.run_id == run.run_id].nodeid.nunique()
@@ -492,8 +491,8 @@ def render(hist: History, comparisons: list[Comparison], factor: float = DEFAULT
     if comparisons:
         changed = "".join(_changes_html(hist, c, factor, index) for c in comparisons)
     else:
-        changed = f'<p class="meta">No earlier run on this machine ({esc(run.machine)}) to compare with; name a ' \
-                  f'commit with --since.</p>'
+        changed = (f'<p class="meta">No earlier run on this machine ({esc(run.machine)}) to compare with; name a '
+                   "commit with --since.</p>")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -507,9 +506,9 @@ def render(hist: History, comparisons: list[Comparison], factor: float = DEFAULT
         f'{esc(when(run.started))} in <code>{esc(str(hist.path))}</code>.</p>',
         "<h2>The suite now</h2>",
         _legend_html(),
-        _grid_html(hist, g, index),
+        _grid_html(g, index),
         f'<p class="meta note">{esc(MARGIN_TEXT)} Hover over a cell for its figures, click it for its trend.</p>',
-        f"<h2>What changed</h2><p class=\"meta\">Gates that started or stopped failing, appeared, went missing, or "
+        '<h2>What changed</h2><p class="meta">Gates that started or stopped failing, appeared, went missing, or '
         f"whose margin moved by more than ×{factor:g} (--factor), worst first. Click a row for its trend.</p>",
         changed,
         _skips_html(hist),
