@@ -31,7 +31,12 @@ async function decode() {
   return {start, run, metric, threshold, passed};
 }
 
-const fmt = x => x === 0 ? "0" : Number.isFinite(x) ? x.toPrecision(3).replace(/\.?0+(?=e|$)/, "") : String(x);
+// three significant digits, trailing zeros dropped: 1e-9, 2.5e-16, -1500, 0.042
+function fmt(x) {
+  if (!Number.isFinite(x) || x === 0) return String(x);
+  const v = Number(x.toPrecision(3));
+  return Math.abs(v) >= 1e5 || Math.abs(v) < 1e-3 ? v.toExponential().replace("e+", "e") : String(v);
+}
 const esc = s => String(s).replace(/[&<>"]/g, c => `&#${c.charCodeAt(0)};`);
 
 // The y axis: log when every value is >= 0 and the positive ones span two decades or more (0 then sits on the
@@ -96,7 +101,7 @@ function plot(p, s) {
     `<span><svg width="10" height="10"><circle cx="5" cy="5" r="4" fill="${PALETTE[m % PALETTE.length]}"/></svg> ` +
     `${esc(DATA.machines[m])}</span>`);
   keys.push("<span>- - - threshold</span>", `<span style="color:${FAIL}">◯ failed</span>`);
-  document.getElementById("trend-title").textContent = `${model} · ${gate} [${unit}]`;
+  document.getElementById("trend-title").textContent = `${model} · ${gate}` + (unit ? ` [${unit}]` : "");
   document.getElementById("trend-def").textContent =
     `${DATA.defs[gate] || ""} · ${n} of ${nr} runs${log ? " · log axis" : ""}`;
   document.getElementById("plot").innerHTML = out.join("") + `<p class="meta keys">${keys.join(" &nbsp; ")}</p>`;

@@ -171,8 +171,15 @@ def when(started: str) -> str:
 
 
 def fmt(x: float) -> str:
-    """A metric or threshold in three significant digits; 0 and NaN as such."""
-    return "NaN" if x != x else "0" if x == 0 else format(x, ".3g")
+    """A metric or threshold in three significant digits, trailing zeros dropped, as report.js's fmt writes it:
+    1e-9, 2.5e-16, -1500, 0.042; 0, NaN and Infinity as such."""
+    if not math.isfinite(x) or x == 0:
+        return "NaN" if x != x else "0" if x == 0 else ("-" if x < 0 else "") + "Infinity"
+    v = float(f"{x:.3g}")
+    if abs(v) >= 1e5 or abs(v) < 1e-3:
+        mantissa, exponent = f"{v:.2e}".split("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    return f"{v:.6g}"
 
 
 def colour(margin: float) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from crosscheck.cli import parser as crosscheck_parser
 from crosscheck.gates import FIRST_ORDER, GATES, SECOND_ORDER
-from crosscheck.report import FLOOR, changes, compare, grid, load_history, margins, run_at_commit
+from crosscheck.report import FLOOR, changes, compare, fmt, grid, load_history, margins, run_at_commit
 from mechdyn.cliutil import InputError, run
 
 from .history import GateRow, Run, SkipRow, write_run
@@ -102,6 +102,13 @@ def test_margins():
                                              for k, c in enumerate(zip(*cases)))
     got = margins(gate, metric, threshold, passed.astype(bool))
     np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+
+
+def test_fmt():
+    """Three significant digits as report.js's fmt writes them (the page shows both)."""
+    assert [fmt(x) for x in (1e-9, 3.3232e-16, -1500.0, -2156.57, 2.0001, 0.042, 1234567.0, 5e-4, 0.0, NAN,
+                             -math.inf)] == ["1e-9", "3.32e-16", "-1500", "-2160", "2", "0.042", "1.23e6", "5e-4",
+                                             "0", "NaN", "-Infinity"]
 
 
 def test_ratio_windows_match_chrono():
@@ -255,7 +262,9 @@ def test_report_in_chromium(history, tmp_path):
         assert page.locator("table.grid th.gate").all_text_contents() == COLS
         cell = page.locator("table.grid tbody tr").nth(ROWS.index("beta")).locator("td").nth(COLS.index("gen_vs_dense"))
         assert cell.evaluate("td => getComputedStyle(td).backgroundColor") == "rgb(215, 25, 28)"
-        assert cell.text_content() == "✗" and "FAIL" in cell.get_attribute("title")
+        assert cell.text_content() == "✗"
+        assert cell.get_attribute("title") == ("beta · gen_vs_dense\n4e-8 scaled error (threshold 1e-9)\n"
+                                              "margin +1.6 · FAIL · click for its trend")
         assert page.locator("td.fail").count() == 1
         row = page.locator("table.grid tbody tr")
         hold = row.nth(ROWS.index("gamma")).locator("td").nth(COLS.index("hold_slip"))
@@ -273,7 +282,8 @@ def test_report_in_chromium(history, tmp_path):
         fills = [points.nth(k).get_attribute("fill") for k in range(5)]
         assert fills[0] == fills[2] == fills[4] != fills[1] == fills[3]  # runs 0, 2, 4 on A; 1, 3 on B
         assert page.locator("#trend circle.pt.fail").count() == 1
-        assert "eeee555" in page.locator("#trend circle.pt.fail title").text_content()
+        assert page.locator("#trend circle.pt.fail title").text_content() == (
+            f"eeee555 · 2026-03-05 12:00 UTC · {A}\nmetric 4e-8 scaled error · threshold 1e-9 · FAIL")
         assert page.locator("#trend-title").text_content() == "beta · gen_vs_dense [scaled error]"
         assert A in page.locator("#trend .keys").text_content() and B in page.locator("#trend .keys").text_content()
         page.keyboard.press("Escape")
