@@ -6,7 +6,7 @@ from typing import NoReturn
 import pytest
 
 from crosscheck.checks import Check
-from crosscheck.gates import unit
+from crosscheck import gates
 from mechdyn.codegen.stepper import damped
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Dynamics
@@ -73,7 +73,7 @@ class GateRecorder:
     def _unit(name: str) -> str:
         """The gate's unit from crosscheck/gates.py; fails the test if the gate has no definition there."""
         try:
-            return unit(name)
+            return gates.unit(name)
         except KeyError as e:
             pytest.fail(e.args[0], pytrace=False)
 
