@@ -9,7 +9,7 @@
     crosscheck chrono-rig [--inputs FILE] [--time T] [--dt DT] [--plot PNG] [--json]
     crosscheck randmodel SEED [--bodies N] [--floating] [--loops N] [--aligned] [-o FILE]
     crosscheck selftest
-    crosscheck report [--history DB] [-o report.html]
+    crosscheck report [--history DB] [--since COMMIT] [--factor F] [-o report.html]
     crosscheck golden [--derivatives] [--update] <model>... | --all
 
 The last four are the harness's commands that `mechdyn` had before issue 17 (`mechdyn bench --peers`,
@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 from crosscheck.checks import Check
+from crosscheck.report import DEFAULT_FACTOR
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, float_range, int_range, load_model,
                              output_file, positive_float, run, seed, sim_steps, trials)
 from mechdyn.codegen.derivs import MAX_NV
@@ -319,17 +321,35 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     return EXIT_PASS if caught == len(outcomes) else EXIT_FAIL
 
 
+def commit_prefix(text: str) -> str:
+    """argparse type: the start of a commit id, 4 to 40 hex digits."""
+    if not re.fullmatch(r"[0-9a-fA-F]{4,40}", text):
+        raise argparse.ArgumentTypeError(f"expected the start of a commit id (4 to 40 hex digits), got {text!r}")
+    return text.lower()
+
+
+def move_factor(text: str) -> float:
+    """argparse type: a finite factor > 1 (at 1 every unmoved gate would count as moved)."""
+    x = positive_float(text)
+    if not x > 1:
+        raise argparse.ArgumentTypeError(f"expected a factor > 1, got {text}")
+    return x
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    """Draw the gate history as one self-contained HTML page."""
-    from crosscheck.report import history_path, load_history, plural, render, short_commit
+    """Draw the gate history as one self-contained HTML page: the suite's grid, what changed, trends on a click."""
+    from crosscheck.report import compare, history_path, load_history, plural, render, short_commit
 
     hist = load_history(history_path(args.history))
-    atomic_write(Path(args.output), render(hist))
-    run, latest = hist.latest, hist.gates[hist.gates.run_id == hist.latest.run_id]
-    npairs = len(hist.gates[["model", "gate"]].drop_duplicates())
+    comparisons = compare(hist, args.since, args.factor)
+    page = render(hist, comparisons, args.factor)
+    atomic_write(Path(args.output), page)
+    run, latest = hist.latest, hist.gates[hist.gates["index"] == hist.latest["index"]]
+    changed = "; ".join(f"{plural(len(c.changes), 'change')} since {c.title}" for c in comparisons)
     print(f"{args.output}: {plural(len(hist.runs), 'run')} from {hist.path}; latest {run.started} at "
           f"{short_commit(run.commit_id)} on {run.machine}: {plural(len(latest), 'gate')}, "
-          f"{int((~latest.passed).sum())} failed; {plural(npairs, 'trend plot')}")
+          f"{int((~latest.passed).sum())} failed; {changed or 'no earlier run on this machine'}; "
+          f"{len(page.encode()) / 1000:.0f} kB")
     return EXIT_PASS
 
 
@@ -584,14 +604,28 @@ def parser() -> argparse.ArgumentParser:
                         "that should catch it in a fresh interpreter, and report. A clean copy must pass first. "
                         "Exit status 0 only if every planted bug is caught.")
     st.set_defaults(func=cmd_selftest)
-    r = sub.add_parser("report", help="draw the gate history as a self-contained HTML page",
-                       description="Write one HTML page (no network needed: plots are embedded PNGs) from the "
-                       "gate history that every regression run appends to: the latest run's gates, failures "
-                       "first, and each (model, gate)'s metric over the runs against its threshold. The history "
-                       "is --history, else $MECHDYN_HISTORY, else $XDG_DATA_HOME/mechdyn/history.sqlite "
-                       "(~/.local/share/mechdyn/history.sqlite). Exit status 0 when the page was written, "
-                       "whatever the gates' verdicts.")
+    r = sub.add_parser("report", help="draw the gate history as one self-contained HTML page",
+                       formatter_class=_Formatter,
+                       description="Write one HTML page (no network, no other file) from the gate history that every "
+                       "regression run appends to: a grid of the latest run, models by gates, each cell coloured by "
+                       "its margin log10(metric / threshold) on one scale, failures red, worst first; what changed "
+                       "against the previous run on the same machine (and --since a commit): gates whose margin "
+                       "moved by more than --factor, that started or stopped failing, appeared or went missing; and "
+                       "a gate's trend over the runs on a click. The history is --history, else $MECHDYN_HISTORY, "
+                       "else $XDG_DATA_HOME/mechdyn/history.sqlite (~/.local/share/mechdyn/history.sqlite). Exit "
+                       "status 0 when the page was written, whatever the gates' verdicts.",
+                       epilog="examples:\n"
+                       "  crosscheck report                              # report.html from the default history\n"
+                       "  crosscheck report --since 3d61df5              # also: what changed since that commit\n"
+                       "  crosscheck report --factor 3 -o /tmp/gates.html  # list smaller moves\n"
+                       "  crosscheck report --history /tmp/h.sqlite      # another history\n")
     r.add_argument("--history", metavar="DB", help="the history SQLite file (default: as above)")
+    r.add_argument("--since", metavar="COMMIT", type=commit_prefix,
+                   help="also compare the latest run with the last earlier run at this commit (a prefix of its id, "
+                   "4 hex digits or more; on the latest run's machine if one ran there)")
+    r.add_argument("--factor", type=move_factor, default=DEFAULT_FACTOR,
+                   help="list a gate whose margin moved by more than this factor (default 10: a decade; reruns "
+                   "repeat the metrics exactly, and round-off reordered by a code change moves them by less)")
     r.add_argument("-o", "--output", default="report.html", type=output_file, help="output file (default: report.html)")
     r.set_defaults(func=cmd_report)
     gd = sub.add_parser("golden", help="show or re-record models' golden results and speed figures",

@@ -1,10 +1,13 @@
 """Every model in models/ is discovered, so a new model is gated the day it lands."""
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from crosscheck import golden
 from crosscheck.checks import Check
+from crosscheck import gates
 from mechdyn.codegen import flags
 from mechdyn.codegen.stepper import damped
 from mechdyn.core.parse import load_model
@@ -72,21 +75,47 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: -weight.get(ours.get(id(item)), 0))  # stable: a model's tests keep their order
 
 
+class GateRecorder:
+    """The `gate` fixture: gate(model, check) records and asserts a check; gate.skip(model, names, reason) skips
+    the test, naming the gates it would have run (the report shows the reason in their cells)."""
+
+    def __init__(self, node: pytest.Item) -> None:
+        self.node = node
+
+    def __call__(self, model: str, check: Check) -> None:
+        """Print the check, attach its metric and unit to this test's report, and assert it."""
+        unit = self._unit(check.name)
+        print(check.line())
+        self.node.user_properties.append(("gate", {
+            "model": model, "gate": check.name, "metric": float(check.value),
+            "threshold": float(check.threshold), "passed": bool(check.passed), "unit": unit,
+        }))
+        assert check.passed, check.line()
+
+    def skip(self, model: str, names: str | Iterable[str], reason: str) -> NoReturn:
+        """Skip this test with reason, recording it against model's gates `names` (one name or several)."""
+        names = [names] if isinstance(names, str) else list(names)
+        for name in names:
+            self._unit(name)
+            self.node.user_properties.append(("skip", {"model": model, "gate": name}))
+        pytest.skip(reason)
+
+    @staticmethod
+    def _unit(name: str) -> str:
+        """The gate's unit from crosscheck/gates.py; fails the test if the gate has no definition there."""
+        try:
+            return gates.unit(name)
+        except KeyError as e:
+            pytest.fail(e.args[0], pytrace=False)
+
+
 @pytest.fixture
-def gate(request):
-    """gate(model, check): print the check, attach its metric to this test's report, and assert it.
+def gate(request) -> GateRecorder:
+    """gate(model, check): print the check, attach its metric to this test's report, and assert it; a gate
+    named nowhere in crosscheck/gates.py fails. gate.skip(model, names, reason): skip, naming the gates.
 
     The metric travels in the report's user_properties ("gate", {...}), so under
     pytest-xdist it reaches the controlling process, which alone writes the
     gate history (regression/history.py).
     """
-
-    def record(model: str, check: Check) -> None:
-        print(check.line())
-        request.node.user_properties.append(("gate", {
-            "model": model, "gate": check.name, "metric": float(check.value),
-            "threshold": float(check.threshold), "passed": bool(check.passed),
-        }))
-        assert check.passed, check.line()
-
-    return record
+    return GateRecorder(request.node)
