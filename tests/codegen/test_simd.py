@@ -6,7 +6,7 @@ import pytest
 import mechdyn
 from crosscheck.dense_compare import qdd_gate
 from crosscheck.golden import models as golden_models
-from mechdyn.codegen import simd
+from mechdyn.codegen import schedule, simd
 from mechdyn.codegen.generate import generate
 from mechdyn.core.sample import scaled_error
 from mechdyn.core.sample import states as sample_states
@@ -29,7 +29,18 @@ def test_simd_batch_is_the_scalar_function_lane_by_lane(name):
     assert max(scaled_error(x, y) for x, y in zip(batch, single)) <= tol
     bare = np.array([d.forward(s.q, s.qd, s.tau) for s in states])  # fext and act left out: zeros in every lane
     assert max(scaled_error(x, y) for x, y in zip(d.forward_batch(Q, QD, TAU), bare)) <= tol
-    assert "fwd_dyn_batch4(" in generate(d.model).source
+
+
+@pytest.mark.parametrize("split", [None, 40])
+def test_batch_goes_through_the_four_lane_pass(split, monkeypatch):
+    """fwd_dyn_batch calls fwd_dyn_batch4, in one function and, past schedule.SPLIT statements (m113's and
+    twobands' size, here lowered to 40 on threelink), as stage functions: the lane-by-lane test above cannot tell
+    either from a scalar loop. generate.batch_functions emits it for every model, so one small model in both
+    shapes stands for all (regenerating m113's source here would cost 20 s)."""
+    if split is not None:
+        monkeypatch.setattr(schedule, "SPLIT", split)
+    source = generate(mechdyn.load("threelink").model).source
+    assert "fwd_dyn_batch4(" in source and ("fwd_dyn_batch4_stage" in source) == (split is not None)
 
 
 def test_planted_lane_mixup_is_caught(fresh_cache, monkeypatch):
