@@ -482,7 +482,7 @@ def instructions_check(model: str, m: Measurement, g: Golden) -> Check:
 def instructions_gate(model: Model, g: Golden) -> Check:
     """Count the model's instructions per call on the golden's states and check them (CountingUnavailable if not
     possible here)."""
-    if not _fits(Dynamics(model), g):
+    if not _fits(measurement_build(model), g):  # the counted build: no other compile for a size check
         return Check("instructions", math.nan, INSTRUCTIONS_SLACK, "the stored states do not fit the model",
                      f"the model's sizes changed; if intended, re-record with `{update_command(model.name)}`")
     return instructions_check(model.name, measure(model, g), g)
