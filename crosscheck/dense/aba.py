@@ -42,12 +42,19 @@ def aba_factor(model: Model, q: np.ndarray) -> AbaFactor:
 
 def aba_solve(model: Model, fac: AbaFactor, tau: np.ndarray, c: np.ndarray | None = None,
               pA: np.ndarray | None = None, a0: np.ndarray | None = None) -> np.ndarray:
-    """qdd from the two remaining ABA passes given tau, per-body c_i and pA_i (nbody, 6) and base acceleration a0; H⁻¹ tau when all are None."""
+    """qdd from the two remaining ABA passes given tau, per-body c_i and pA_i (nbody, 6) and base acceleration a0;
+    H⁻¹ tau when all are None. tau may be (nv, k): k right-hand sides at once (c, pA and a0 then carry the k too)."""
     tau = np.asarray(tau, dtype=float)
-    nb = model.nbody
-    c = np.zeros((nb, 6)) if c is None else np.asarray(c, dtype=float)
-    pA = np.zeros((nb, 6)) if pA is None else np.array(pA, dtype=float)  # copied: accumulated in place
-    a0 = np.zeros(6) if a0 is None else np.asarray(a0, dtype=float)
+    nb, k = model.nbody, tau.shape[1:]
+
+    def given(x: np.ndarray | None, shape: tuple[int, ...], copy: bool = False) -> np.ndarray:
+        if x is None:
+            return np.zeros(shape + k)
+        x = np.array(x, dtype=float) if copy else np.asarray(x, dtype=float)
+        if x.shape != shape + k:  # broadcasting would silently mix the right-hand sides
+            raise ValueError(f"shape {x.shape}, expected {shape + k}")
+        return x
+    c, pA, a0 = given(c, (nb, 6)), given(pA, (nb, 6), copy=True), given(a0, (6,))  # pA accumulates in place
     u = [None] * nb
     for i in reversed(range(nb)):
         b = model.bodies[i]
@@ -55,8 +62,8 @@ def aba_solve(model: Model, fac: AbaFactor, tau: np.ndarray, c: np.ndarray | Non
         if b.parent != BASE:
             pa = pA[i] + fac.Ia[i] @ c[i] + fac.U[i] @ fac.Dinv[i] @ u[i]
             pA[b.parent] += fac.Xup[i].T @ pa
-    qdd = np.zeros(model.nv)
-    a = np.zeros((nb, 6))
+    qdd = np.zeros((model.nv,) + k)
+    a = np.zeros((nb, 6) + k)
     for i, b in enumerate(model.bodies):
         ap = a0 if b.parent == BASE else a[b.parent]
         a_ = fac.Xup[i] @ ap + c[i]

@@ -5,6 +5,7 @@ import numpy as np
 
 from mechdyn.core.kinematics import Kinematics, point_state
 from mechdyn.core.model import BASE, Model
+from mechdyn.core.spatial import cross
 
 from .common import check_vector
 
@@ -39,7 +40,7 @@ def tsda_forces(model: Model, kin: Kinematics, act: np.ndarray | None) -> np.nda
         f = t.k * (l[k] - t.l0) + t.c * ldot[k] + (act[t.act] if t.act >= 0 else 0.0)
         for body, p, F in ((model.pois[t.poi_a].body, pA, f * u), (model.pois[t.poi_b].body, pB, -f * u)):
             if body != BASE:
-                fs[body] += np.concatenate([np.cross(p, F), F])
+                fs[body] += np.concatenate([cross(p, F), F])
     return fs
 
 

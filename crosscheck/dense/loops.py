@@ -19,7 +19,7 @@ import scipy.linalg
 from mechdyn.core.kinematics import Kinematics, forward_kinematics, point_state
 from mechdyn.core.loops import Row, body_jacobian, loop_rows
 from mechdyn.core.model import BASE, Model
-from mechdyn.core.spatial import crm
+from mechdyn.core.spatial import crm, cross
 
 from .aba import aba_factor, aba_solve, forward_aba
 from .common import joint_transforms, require_expanded
@@ -45,13 +45,13 @@ def velocity_product_accels(model: Model, q: np.ndarray, qd: np.ndarray, kin: Ki
 def _T_dot(row: Row, w_p: np.ndarray, w_s: np.ndarray, S: np.ndarray, Sdot: np.ndarray, Pdot: np.ndarray) -> np.ndarray:
     """The rate of the row's constraint force, from the definitions of T in docs/conventions.md."""
     if row.kind == "sep":  # T = [S × e; e], e fixed in the predecessor
-        edot = np.cross(w_p, row.e)
-        return np.concatenate([np.cross(Sdot, row.e) + np.cross(S, edot), edot])
+        edot = cross(w_p, row.e)
+        return np.concatenate([cross(Sdot, row.e) + cross(S, edot), edot])
     if row.kind == "dirs":  # T = [e2 × e1; 0]
-        e1dot, e2dot = np.cross(w_p, row.e), np.cross(w_s, row.e2)
-        return np.concatenate([np.cross(e2dot, row.e) + np.cross(row.e2, e1dot), np.zeros(3)])
+        e1dot, e2dot = cross(w_p, row.e), cross(w_s, row.e2)
+        return np.concatenate([cross(e2dot, row.e) + cross(row.e2, e1dot), np.zeros(3)])
     ddot = Sdot - Pdot  # T = [S × d; d]
-    return np.concatenate([np.cross(Sdot, row.e) + np.cross(S, ddot), ddot])
+    return np.concatenate([cross(Sdot, row.e) + cross(S, ddot), ddot])
 
 
 def loop_system(model: Model, q: np.ndarray, qd: np.ndarray,
@@ -101,6 +101,6 @@ def forward(model: Model, q, qd, tau, fext=None, act=None, route: str = "crba") 
     if route == "crba":
         Y = scipy.linalg.solve(H, K.T, assume_a="sym")
     else:
-        Y = np.column_stack([aba_solve(model, fac, row) for row in K])  # H⁻¹ times each column of Kᵀ
+        Y = aba_solve(model, fac, K.T)  # H⁻¹ Kᵀ, every column in one pair of passes
     lam = scipy.linalg.solve(K @ Y, k - K @ qdd0, assume_a="sym")
     return qdd0 + Y @ lam

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import BASE, Model
-from .spatial import jcalc, xtree
+from .spatial import cross, jcalc, xtree
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -65,4 +65,4 @@ def point_state(model: Model, kin: Kinematics, body: int, local_point: np.ndarra
     if body == BASE:
         return r.copy(), np.zeros(3)
     w, vo = kin.v[body, :3], kin.v[body, 3:]
-    return kin.p[body] + kin.R[body] @ r, kin.R[body] @ (vo + np.cross(w, r))
+    return kin.p[body] + kin.R[body] @ r, kin.R[body] @ (vo + cross(w, r))

@@ -17,6 +17,7 @@ import scipy.linalg
 from .integrate import integrate, retract
 from .kinematics import Kinematics, forward_kinematics, point_state
 from .model import BASE, LOOP_ROWS, Loop, Model
+from .spatial import cross
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,6 @@ class Row:
     T: np.ndarray  # (6,) the constraint force on the successor
     e: np.ndarray  # sep: the predecessor-fixed direction; dirs: e1 (predecessor); dist: d
     e2: np.ndarray | None  # dirs: the successor-fixed direction
-
-
-def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a × b for 3-vectors (np.cross's generality costs ten times more here)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 def _rotation(kin: Kinematics, body: int) -> np.ndarray:
