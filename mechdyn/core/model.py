@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 
 from .motion import Motion
-from .spatial import R_to_quat, triad
+from .spatial import R_to_quat, plux, triad
 
 BASE = -1  # parent index of a body attached to the fixed base
 
@@ -83,6 +83,15 @@ class Body:
     def aligned(self) -> bool:
         """Whether the joint frame is the parent's, translated (its rotation exactly the identity)."""
         return bool(np.array_equal(self.rot, _EYE3))
+
+    @cached_property
+    def XT(self) -> np.ndarray:
+        """Tree transform, parent frame → joint frame: plux(rotᵀ, xtree), the identity for a floating body. Formed
+        once, since a Body never changes, and read-only; kinematics and the dense reference ask for it per body per
+        pass."""
+        X = np.eye(6) if self.joint == "floating" else plux(np.asarray(self.rot).T, self.xtree)
+        X.flags.writeable = False
+        return X
 
     @property
     def nq(self) -> int:

@@ -162,7 +162,8 @@ def jcalc(body: Body, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Joint transform XJ (joint frame → body frame) and motion subspace S (6×nv) for the body's q slots."""
     q = np.atleast_1d(np.asarray(q, dtype=float))
     if body.joint == "revolute":
-        XJ = plux(rot_about(body.axis, q[0]).T, np.zeros(3))  # E = Rᵀ: the explicit transpose
+        XJ = np.zeros((6, 6))  # plux(E, 0): a rotation about the joint frame's origin
+        XJ[:3, :3] = XJ[3:, 3:] = rot_about(body.axis, q[0]).T  # E = Rᵀ: the explicit transpose
         S = np.concatenate([body.axis, np.zeros(3)])[:, None]
     elif body.joint == "prismatic":
         XJ = plux(_I3, body.axis * q[0])
@@ -176,10 +177,9 @@ def jcalc(body: Body, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def xtree(body: Body) -> np.ndarray:
-    """Tree transform XT (parent frame → joint frame): plux(rotᵀ, xtree), the identity for a floating body."""
-    if body.joint == "floating":
-        return np.eye(6)
-    return plux(np.asarray(body.rot).T, body.xtree)
+    """Tree transform XT (parent frame → joint frame): plux(rotᵀ, xtree), the identity for a floating body; the
+    body's own, formed once (Body.XT), read-only."""
+    return body.XT
 
 
 def R_to_quat(R: np.ndarray) -> np.ndarray:
