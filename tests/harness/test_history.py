@@ -17,9 +17,9 @@ import pytest
 
 from crosscheck.report import history_path
 
-from .history import SCHEMA_VERSION, GateRow, Run, SkipRow, commit_id, model_of, write_run
+from regression.history import SCHEMA_VERSION, GateRow, Run, SkipRow, commit_id, model_of, write_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 CONFTEST = '''
 import os

@@ -19,9 +19,9 @@ from crosscheck.gates import FIRST_ORDER, GATES, SECOND_ORDER
 from crosscheck.report import FLOOR, changes, compare, fmt, grid, load_history, margins, run_at_commit
 from mechdyn.cliutil import InputError, run
 
-from .history import GateRow, Run, SkipRow, write_run
+from regression.history import GateRow, Run, SkipRow, write_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAN = math.nan
 A, B = "ci-a: Test CPU, 2 cores", "ci-b: Other CPU, 8 cores"
 # (commit, machine) per run, oldest first; the latest is on A, so "the previous run on this machine" is run 2
