@@ -35,6 +35,7 @@ FLOOR = -6.0  # margins clip here: a metric a millionth of its threshold, or exa
 # the default --factor: a decade. Reruns of one commit repeat every metric bit for bit (seeded states); across the
 # generator's changes 7ba15cb..976f897 31 of 387 margins moved, half by less than x1.6 (round-off reordered), 7 by
 # more than x10 (hmmwv gen_vs_dense x170): a decade lists changes in what is computed, not in how it was rounded
+MISSING_LISTED = 20  # more gates gone than this fold into one line: the latest run was a partial one
 DEFAULT_FACTOR = 10.0
 # the colour scale: (margin, colour) stops from the floor (pale, calm) to the threshold (dark orange); a failure is
 # red (report.css: td.fail) whatever its margin
@@ -428,18 +429,28 @@ def _changes_html(hist: History, c: Comparison, factor: float, index: dict[tuple
             + _runs_between(hist, c.base))
     if c.changes.empty:
         return head + f'<p class="meta">Nothing changed: no gate moved by more than ×{factor:g}.</p>'
-    rows = []
-    for r in c.changes.itertuples():
+    def row(r) -> str:
         was = "—" if r.kind == "appeared" else f"{fmt(r.metric_base)} ({_margin_text(r.margin_base)})"
         now = "—" if r.kind == "went missing" else f"{fmt(r.metric)} ({_margin_text(r.margin)})"
         moved = "" if r.delta != r.delta else f"{r.delta:+.1f}".replace("-", "−")
         cls = ' class="fail"' if r.kind == "started failing" else ""
-        rows.append(f'<tr data-p="{index[(r.model, r.gate)]}"{cls}><td>{esc(r.kind)}</td><td>{esc(r.model)}</td>'
-                    f'<td>{esc(r.gate)}</td><td class="num">{was}</td><td class="num">{now}</td>'
-                    f'<td class="num">{moved}</td><td>{esc(r.unit)}</td><td class="num">{fmt(r.threshold)}</td></tr>')
-    return (head + '<div class="scroll"><table class="changes"><thead><tr><th>change</th><th>model</th><th>gate</th>'
-            '<th>then (margin)</th><th>now (margin)</th><th>moved (decades)</th><th>unit</th><th>threshold</th>'
-            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+        return (f'<tr data-p="{index[(r.model, r.gate)]}"{cls}><td>{esc(r.kind)}</td><td>{esc(r.model)}</td>'
+                f'<td>{esc(r.gate)}</td><td class="num">{was}</td><td class="num">{now}</td>'
+                f'<td class="num">{moved}</td><td>{esc(r.unit)}</td><td class="num">{fmt(r.threshold)}</td></tr>')
+
+    def table(rs) -> str:
+        return ('<div class="scroll"><table class="changes"><thead><tr><th>change</th><th>model</th><th>gate</th>'
+                '<th>then (margin)</th><th>now (margin)</th><th>moved (decades)</th><th>unit</th><th>threshold</th>'
+                f'</tr></thead><tbody>{"".join(row(r) for r in rs)}</tbody></table></div>')
+
+    rows = list(c.changes.itertuples())
+    gone = [r for r in rows if r.kind == "went missing"]
+    if len(gone) <= MISSING_LISTED:
+        return head + table(rows)
+    # a partial run (-k, one file) leaves most gates out: their list folds away so the real changes stay on screen
+    return (head + table([r for r in rows if r.kind != "went missing"])
+            + f'<details><summary>{plural(len(gone), "gate")} went missing: not in the latest run '
+            f'(<code>pytest {esc(hist.latest.argv)}</code>)</summary>{table(gone)}</details>')
 
 
 def _skips_html(hist: History) -> str:

@@ -16,7 +16,8 @@ import pytest
 
 from crosscheck.cli import parser as crosscheck_parser
 from crosscheck.gates import FIRST_ORDER, GATES, SECOND_ORDER
-from crosscheck.report import FLOOR, changes, compare, fmt, grid, load_history, margins, run_at_commit
+from crosscheck.report import (FLOOR, MISSING_LISTED, changes, compare, fmt, grid, load_history, margins, render,
+                               run_at_commit)
 from mechdyn.cliutil import InputError, run
 
 from regression.history import GateRow, Run, SkipRow, write_run
@@ -152,6 +153,22 @@ def test_what_changed(history):
         run_at_commit(hist, "0123")
     with pytest.raises(InputError, match="that is the latest run's commit"):
         run_at_commit(hist, "eeee")
+
+
+def test_a_partial_run_folds_what_went_missing(tmp_path):
+    """A run of a few tests (`-k`) after a full one leaves most gates out: they fold into one collapsed line, so
+    the gates that did run and changed stay on screen; below MISSING_LISTED they stay in the table."""
+    db = tmp_path / "history.sqlite"
+    full = [GateRow(f"m{i:02d}", "gen_vs_dense", 1e-15, 1e-9, True, nodeid(f"m{i:02d}", "gen_vs_dense"),
+                    GATES["gen_vs_dense"].unit) for i in range(MISSING_LISTED + 5)]
+    write_run(db, Run("full", "2026-03-01T12:00:00+00:00", "a" * 40, A, "-n auto"), full, [])
+    partial = [GateRow("m00", "gen_vs_dense", 4e-8, 1e-9, False, full[0].nodeid, full[0].unit)]
+    write_run(db, Run("part", "2026-03-02T12:00:00+00:00", "b" * 40, A, "-n auto -k m00"), partial, [])
+    hist = load_history(db)
+    text = render(hist, compare(hist))
+    shown, fold, folded = text.partition(f"{MISSING_LISTED + 4} gates went missing: not in the latest run")
+    assert fold and "-k m00" in folded[:100] and folded.count("<td>went missing</td>") == MISSING_LISTED + 4
+    assert "<td>started failing</td>" in shown and "<td>went missing</td>" not in shown
 
 
 def test_schema_1_history_loads(tmp_path):
