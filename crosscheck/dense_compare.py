@@ -6,7 +6,8 @@ comparisons load the generated code through mechdyn.dynamics.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from tqdm import tqdm
@@ -45,26 +46,40 @@ def random_states(model: Model, trials: int, seed: int, desc: str) -> Iterable[S
     yield from tqdm(_drawn[key], desc=desc, unit="state", leave=False, disable=None)
 
 
-_reference: dict[tuple[str, int, int, str], list[np.ndarray]] = {}
+_reference: dict[tuple[str, int, int, str], list[np.ndarray]] | None = None  # None: nothing is kept
+
+
+@contextmanager
+def shared_references() -> Iterator[None]:
+    """Within this, reference_qdd keeps what it computes and hands it to the next comparison that asks: the
+    regression suite's gates share one model's dense solutions. Outside it (the CLI, the unit tests, whose planted
+    bugs in the dense routes must be seen) every comparison solves afresh."""
+    global _reference
+    _reference = {}
+    try:
+        yield
+    finally:
+        _reference = None
 
 
 def reference_qdd(model: Model, trials: int, seed: int, route: str) -> list[np.ndarray]:
     """The dense qdd at each validation state: route "crba" or "aba" (the loops' forward, drivers left out), or
-    "model" (the model as written: forward_model).
-
-    Computed once per (model, trials, seed, route) and shared, since the dense reference costs more than the
-    comparisons: crba_vs_aba and gen_vs_dense read the same CRBA solutions on a model without drivers.
-    """
+    "model" (the model as written: forward_model). Within shared_references, computed once per (model, trials,
+    seed, route): crba_vs_aba and gen_vs_dense read the same CRBA solutions on a model without drivers."""
     if route == "model" and not model.drivers:
         route = "crba"
     key = (fingerprint(model), trials, seed, route)
-    if key not in _reference:
-        def solve(s: State) -> np.ndarray:
-            if route == "model":
-                return forward_model(model, s.q, s.qd, s.tau, s.fext, s.act)
-            return forward(model, s.q, s.qd, s.tau, s.fext, s.act, route=route)
-        _reference[key] = [solve(s) for s in random_states(model, trials, seed, f"dense {route}")]
-    return _reference[key]
+    if _reference is not None and key in _reference:
+        return _reference[key]
+
+    def solve(s: State) -> np.ndarray:
+        if route == "model":
+            return forward_model(model, s.q, s.qd, s.tau, s.fext, s.act)
+        return forward(model, s.q, s.qd, s.tau, s.fext, s.act, route=route)
+    qdd = [solve(s) for s in random_states(model, trials, seed, f"dense {route}")]
+    if _reference is not None:
+        _reference[key] = qdd
+    return qdd
 
 
 def worst_of(a: Iterable[np.ndarray], b: Iterable[np.ndarray]) -> tuple[float, int]:
@@ -123,7 +138,7 @@ def gen_vs_dense(dyn: Dynamics, trials: int = 1000, seed: int = 0) -> Check:
     """The generated C against the dense CRBA route on the same random states."""
     model = dyn.model
     generated = [dyn.forward(s.q, s.qd, s.tau, s.fext, s.act)
-                 for s in random_states(model, trials, seed, "generated")]
+                 for s in random_states(model, trials, seed, "generated vs dense")]
     worst, at = worst_of(generated, reference_qdd(model, trials, seed, "model"))
     return Check("gen_vs_dense", worst, gen_gate(model),
                  f"{trials} trials, max scaled |qdd_generated - qdd_dense| (worst at trial {at})")

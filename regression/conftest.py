@@ -7,7 +7,7 @@ import pytest
 
 from crosscheck import golden
 from crosscheck.checks import Check
-from crosscheck import gates
+from crosscheck import dense_compare, gates
 from mechdyn.codegen import flags
 from mechdyn.codegen.stepper import damped
 from mechdyn.core.parse import load_model
@@ -50,6 +50,13 @@ def pytest_generate_tests(metafunc) -> None:
         metafunc.parametrize("tree_model_name", [m for m in MODELS if not load_model(m).loops])
     if "damped_model_name" in metafunc.fixturenames:
         metafunc.parametrize("damped_model_name", [m for m in MODELS if damped(load_model(m))])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _dense_references_shared():
+    """A model's gates share its dense solutions (dense_compare.shared_references), drawn once per worker."""
+    with dense_compare.shared_references():
+        yield
 
 
 def model_of(item: pytest.Item) -> str | None:

@@ -192,7 +192,9 @@ def planted_rhs(monkeypatch, model: Model) -> None:
     real = crosscheck.dense.loops.aba_solve
 
     def dropped(m: Model, fac, tau, *rest):
-        return real(m, fac, np.where(np.arange(m.nv) == m.nv - 1, 0.0, tau), *rest)
+        tau = np.array(tau, dtype=float)
+        tau[m.nv - 1] = 0.0  # the last entry of tau, or of every column when it holds several
+        return real(m, fac, tau, *rest)
 
     monkeypatch.setattr(crosscheck.dense.loops, "aba_solve", dropped)
 

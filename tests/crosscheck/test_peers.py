@@ -64,6 +64,13 @@ def test_planted_fext_in_base_coordinates_fails_the_pinocchio_gate(monkeypatch, 
     assert json.loads(capsys.readouterr().out)["accel_vs_generated"] > 1e-3
 
 
+# One xdist group for the tests that compile Pinocchio's timing program (two minutes of g++ from a cold cache): on
+# one worker the first compiles it and the rest find it cached, where on two the second would wait on the build lock
+# with its core idle.
+PINOCCHIO_TIMING = pytest.mark.xdist_group("pinocchio_timing")
+
+
+@PINOCCHIO_TIMING
 def test_bench_peers_times_all_three_on_the_same_pool():
     """The side-by-side benchmark compiles its three timing programs and reports every figure."""
     import shutil
@@ -80,6 +87,7 @@ def test_bench_peers_times_all_three_on_the_same_pool():
     assert res.as_dict()["pinocchio_ratio"] == res.pinocchio_ns_per_call / res.ns_per_call
 
 
+@PINOCCHIO_TIMING
 def test_bench_peers_closes_a_loop_models_loops_in_pinocchio_too(tmp_path, monkeypatch):
     """A loop model's Pinocchio figures include a closed-loop run (every loop type, and fext here), checked
     against the cross-check's KKT solve; a planted expectation of the spanning tree's ABA fails it."""

@@ -8,6 +8,8 @@ from crosscheck.pinocchio import derivatives as pd
 from mechdyn.core.parse import load_model
 from mechdyn.dynamics import Derivatives, Dynamics
 
+from .test_peers import PINOCCHIO_TIMING
+
 TRIALS = 10
 
 
@@ -102,6 +104,7 @@ def test_loop_and_oversized_models_say_why_not():
         pd.derivs_vs_generated(Dynamics(load_model("fourbar")))
 
 
+@PINOCCHIO_TIMING
 def test_bench_derivatives_side_by_side(capsys):
     """`crosscheck bench --peers --derivatives` on a small tree: both timed loops pass their checksums (or the
     command fails) and every figure is produced. Not a timing test: the figures are only checked to exist."""
