@@ -52,34 +52,13 @@ def pytest_generate_tests(metafunc) -> None:
         metafunc.parametrize("damped_model_name", [m for m in MODELS if damped(load_model(m))])
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="package", autouse=True)
 def _dense_references_shared():
-    """A model's gates share its dense solutions (dense_compare.shared_references), drawn once per worker."""
+    """A model's gates share its dense solutions (dense_compare.shared_references). Package scope: the sharing
+    ends when a worker leaves regression/, so the unit tests' planted bugs in the dense routes are never served a
+    clean solution kept here."""
     with dense_compare.shared_references():
         yield
-
-
-def model_of(item: pytest.Item) -> str | None:
-    """The model a collected test runs on: the first of its parameters that names one."""
-    params = getattr(item, "callspec", None)
-    return next((v for v in params.params.values() if v in MODELS), None) if params else None
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    """One xdist group per model, heaviest models first.
-
-    Under `--dist loadgroup` (pyproject.toml's addopts) a model's tests share one worker, so its module is built,
-    its validation states drawn and its dense reference solved once per run rather than once per worker; and the
-    longest groups start first, so neither worker is left with one at the end. nv stands for the weight: the
-    dense reference's cost and the compiler's grow with it.
-    """
-    here = Path(__file__).parent
-    ours = {id(item): model_of(item) for item in items if here in item.path.parents}  # the hook sees every item
-    weight = {m: load_model(m).nv for m in set(ours.values()) if m is not None}
-    for item in items:
-        if ours.get(id(item)) is not None:
-            item.add_marker(pytest.mark.xdist_group(ours[id(item)]))
-    items.sort(key=lambda item: -weight.get(ours.get(id(item)), 0))  # stable: a model's tests keep their order
 
 
 class GateRecorder:
