@@ -5,9 +5,8 @@ from typing import NoReturn
 
 import pytest
 
-from crosscheck import golden
+from crosscheck import dense_compare, gates, golden
 from crosscheck.checks import Check
-from crosscheck import dense_compare, gates
 from mechdyn.codegen import flags
 from mechdyn.codegen.stepper import damped
 from mechdyn.core.parse import load_model
