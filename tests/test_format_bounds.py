@@ -37,10 +37,10 @@ def parse_edit(path: str, old: str, new: str) -> None:
 ABSURD = {
     "mass 1e308": (THREELINK, "mass 2.269", "mass 1e308", "mass"),
     "mass 1e-300": (THREELINK, "mass 2.269", "mass 1e-300", "mass"),
-    "xtree 0 1e308 0": (THREELINK, "xtree 0.5 0 0", "xtree 0 1e308 0", "length"),
-    "cg 1e-300": (THREELINK, "cg 0.25 0 0", "cg 1e-300 0 0", "length"),
+    "xtree 0 1e308 0": (THREELINK, "xtree 0.5 0 0", "xtree 0 1e308 0", "position"),
+    "cg 1e-300": (THREELINK, "cg 0.25 0 0", "cg 1e-300 0 0", "position"),
     "distance length 1e155": (LOOPZOO, "joint distance", "joint distance\n  length 1e155", "length"),
-    "anchor 2e4": (LOOPZOO, "anchor_pred 0.7 0.1 0.3", "anchor_pred 0.7 2e4 0.3", "length"),
+    "anchor 2e4": (LOOPZOO, "anchor_pred 0.7 0.1 0.3", "anchor_pred 0.7 2e4 0.3", "position"),
     "inertia 1e300": (THREELINK, "inertia 0.001209 0.04787 0.04787", "inertia 1e300 1e300 1e300", "moment of inertia"),
     "gravity 1e5": (THREELINK, "gravity 0 -9.81 0", "gravity 0 -1e5 0", "gravity component"),
 }
@@ -64,7 +64,7 @@ def test_absurd_magnitudes_are_located_mech_errors(case):
 
 @pytest.mark.parametrize("stmt,kind", [
     ("stab 1e-300", "time constant"), ("stab 1e7", "time constant"),
-    ("poi far base 0 0 1e5", "length"), ("poi near base 0 0 1e-10", "length"),
+    ("poi far base 0 0 1e5", "position"), ("poi near base 0 0 1e-16", "position"),
 ])
 def test_top_level_bounds(stmt, kind):
     src = text(THREELINK) + f"\n{stmt}\n"
@@ -98,7 +98,7 @@ def test_block_bounds(block, kind):
 
 
 @pytest.mark.parametrize("old,new", [
-    ("xtree 0.5 0 0", "xtree 1e4 -1e-9 0"),  # both ends of the length bounds
+    ("xtree 0.5 0 0", "xtree 1e4 -1e-15 0"),  # both ends of the position bounds
     ("xtree 0.5 0 0", "xtree -0 0.0 0e5"),  # zeros in any spelling
     ("mass 2.269", "mass 1e7"),  # a 10,000 t body
     ("mass 2.269", "mass 1e-9"),

@@ -62,15 +62,34 @@ def build(model: Model, urdf_text: str | None = None) -> PinModel:
         pm = pin.buildModelFromUrdf(path)
     finally:
         os.unlink(path)
+    return _mapped(model, pm, [b.name for b in model.bodies], text)
+
+
+def build_from_file(model: Model, path: str) -> PinModel:
+    """Pinocchio's own model of the URDF file `model` was imported from (mechdyn.imports): pin.buildModelFromUrdf
+    of the same file, with a free-flyer root where mechdyn's root is floating; bodies are matched to Pinocchio's
+    joints by the imported joint's name (the root's: Pinocchio's root_joint)."""
+    floating = model.bodies[0].joint == "floating"
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
+    names = ["root_joint" if b.joint == "floating" else b.info.name if b.info else b.name for b in model.bodies]
+    with open(path) as f:
+        return _mapped(model, pm, names, f.read())
+
+
+def _mapped(model: Model, pm: "pin.Model", joint_names: list[str], text: str) -> PinModel:
+    """The PinModel of Pinocchio model `pm`, whose joints `joint_names` are mechdyn's bodies, with gravity set from
+    the .mech model and frames added at every POI and loop anchor."""
     pm.gravity = pin.Motion(np.asarray(model.gravity, dtype=float), np.zeros(3))
-    joint = [pm.getJointId(b.name) for b in model.bodies]
-    if any(j >= pm.njoints for j in joint) or pm.nq != model.nq or pm.nv != model.nv:
+    joint = [pm.getJointId(name) for name in joint_names]
+    if any(j >= pm.njoints for j in joint) or pm.nv != model.nv:
         raise RuntimeError(f"Pinocchio's model of {model.name} does not match: nq {pm.nq}, nv {pm.nv}")
-    layout = {b.name: (pm.joints[j].idx_q, pm.joints[j].idx_v) for b, j in zip(model.bodies, joint)}
+    # a continuous joint is a (cos, sin) pair in Pinocchio's q: its third entry says so
+    layout = {b.name: (pm.joints[j].idx_q, pm.joints[j].idx_v, pm.joints[j].nq) for b, j in zip(model.bodies, joint)}
 
     def frame(name: str, body: int, pos: np.ndarray) -> int:
         jid = 0 if body == BASE else joint[body]
-        parent = pm.getFrameId("universe") if body == BASE else pm.getFrameId(model.bodies[body].name, pin.FrameType.BODY)
+        parent = pm.getFrameId("universe") if body == BASE else \
+            next(k for k, f in enumerate(pm.frames) if f.parentJoint == jid and f.type == pin.FrameType.JOINT)
         return pm.addFrame(pin.Frame(name, jid, parent, pin.SE3(np.eye(3), np.asarray(pos, dtype=float)),
                                      pin.FrameType.OP_FRAME), False)
 

@@ -182,19 +182,23 @@ def movable(model: Model) -> list[int]:
 
 
 def shifts(model: Model, counted: Counted = tree_passes, radius: int = RADIUS) -> tuple[float, ...]:
-    """The shifts, by coordinate descent root first until a sweep changes nothing; each body's candidates
-    counted on its window."""
+    """The shifts, by coordinate descent root first until a sweep changes nothing or comes back to shifts it has
+    left; each body's candidates counted on its window."""
     s = (0.0,) * model.nbody
     here = model
+    seen: set[tuple[float, ...]] = set()
     changed = True
-    while changed:
+    while changed and s not in seen:  # a window's count is local: round-off residues can make two shifts alternate
+        seen.add(s)
         changed = False
         for i in movable(model):
             local, k = window(here, i, radius)
             best, s0 = cost(local, counted), s[i]
             for x in sorted(candidates(here, i)):
-                if x and (c := cost(slide(local, tuple(x if n == k else 0.0 for n in range(local.nbody))),
-                                    counted)) < best:
+                # a candidate that s0 + x rounds away (a round-off residue of an earlier shift) cannot move the
+                # frame: taking it would mark the sweep changed forever
+                if s0 + x != s0 and (c := cost(slide(local, tuple(x if n == k else 0.0 for n in range(local.nbody))),
+                                               counted)) < best:
                     best, s, changed = c, s[:i] + (s0 + x,) + s[i + 1:], True
             if s[i] != s0:
                 here = slide(model, s)

@@ -47,13 +47,36 @@ _EYE3 = _frozen(np.eye(3))
 
 
 @dataclass(frozen=True)
+class JointInfo:
+    """What an imported file says about a body's joint besides its geometry: its name there, its limits, damping
+    and friction. `mechdyn info` reports them; the dynamics use none of them (docs/import.md)."""
+
+    name: str = ""  # the joint's name in the file it came from (a URDF joint, an MJCF joint)
+    lower: float | None = None  # position limits, m or rad
+    upper: float | None = None
+    effort: float | None = None  # N or N·m
+    velocity: float | None = None  # m/s or rad/s
+    damping: float | None = None  # N·s/m or N·m·s/rad
+    friction: float | None = None  # N or N·m
+
+    def describe(self) -> str:
+        """One line: the fields given, in the file's words."""
+        parts = [f"joint {self.name}"] if self.name else []
+        if self.lower is not None:
+            parts.append(f"limit [{self.lower:g}, {self.upper:g}]")
+        parts += [f"{k} {v:g}" for k, v in (("effort", self.effort), ("velocity", self.velocity),
+                                             ("damping", self.damping), ("friction", self.friction)) if v is not None]
+        return "  ".join(parts)
+
+
+@dataclass(frozen=True)
 class Body:
     name: str
     parent: int  # index of the parent body, BASE for the base
     joint: JointKind
     axis: np.ndarray  # (3,) unit joint axis in the joint frame (= the body frame at q = 0); zeros for floating
     xtree: np.ndarray  # (3,) joint frame origin in the parent body frame (floating: the design-pose position)
-    mass: float
+    mass: float  # 0 for a massless link (with zero inertia) that carries massive ones
     cg: np.ndarray  # (3,) centre of mass in the body frame
     inertia: np.ndarray  # (3, 3) about the CG, body axes
     fext: bool
@@ -61,6 +84,7 @@ class Body:
     # the joint frame's rotation in the parent body frame (its columns: the joint frame's axes in parent
     # coordinates); for a floating body, its design-pose attitude (its tree transform is the identity)
     rot: np.ndarray = field(default_factory=lambda: _EYE3)
+    info: JointInfo | None = None  # an imported joint's name, limits, damping and friction (never in the dynamics)
 
     @property
     def axis_index(self) -> int:

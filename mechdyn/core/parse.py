@@ -23,7 +23,7 @@ import numpy as np
 from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, closure, loop_of_row, project_q, reach_fault
 from . import motion
-from .model import BASE, LOOP_NC, Body, Driver, Ground, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
+from .model import BASE, LOOP_NC, Body, Driver, Ground, JointInfo, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
 from .spatial import quat_to_R, rpy_to_R, signed_permutation
 from .tracks import expand_tracks
 
@@ -99,20 +99,24 @@ def short_number(x: float) -> str:
 
 
 LENGTH = Bound("length", "m", 1e-9, 1e4)
+# a point's coordinate: CAD exports carry offsets of 1e-13 m, which Pinocchio and MuJoCo keep, and a point is
+# only ever added to others and multiplied (never a divisor), so its floor is far below a length's
+POSITION = Bound("position", "m", 1e-15, 1e4)
 MASS = Bound("mass", "kg", 1e-9, 1e7)
 INERTIA = Bound("moment of inertia", "kg m^2", 1e-27, 1e15)
 STIFFNESS = Bound("stiffness", "N/m or N m/rad", 1e-9, 1e12)
 DAMPING = Bound("damping", "N s/m or N m s/rad", 1e-9, 1e12)
 COORDINATE = Bound("joint coordinate", "m or rad", 1e-9, 1e4)
-DIRECTION = Bound("direction component", "", 1e-9, 1e4)
+DIRECTION = Bound("direction component", "", 1e-15, 1e4)
 ACCELERATION = Bound("gravity component", "m/s^2", 1e-9, 1e4)
 TIME = Bound("time constant", "s", 1e-6, 1e6)
 FRICTION = Bound("friction coefficient", "", 1e-9, 1e3)
-ANGLE = Bound("angle", "rad", 1e-9, 2 * math.pi)
+ANGLE = Bound("angle", "rad", 1e-15, 2 * math.pi)
 FREQUENCY = Bound("frequency", "Hz", 1e-6, 1e4)
 RATE = Bound("rate", "m/s or rad/s", 1e-9, 1e4)
-BOUNDS = (LENGTH, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION, ANGLE,
-          FREQUENCY, RATE)
+EFFORT = Bound("effort", "N or N m", 1e-9, 1e12)
+BOUNDS = (LENGTH, POSITION, MASS, INERTIA, STIFFNESS, DAMPING, COORDINATE, DIRECTION, ACCELERATION, TIME, FRICTION, ANGLE,
+          FREQUENCY, RATE, EFFORT)
 
 
 def _number(tok: str, w: _Where, bound: Bound, positive: bool = False) -> float:
@@ -163,7 +167,7 @@ def _vec(bound: Bound) -> Converter:
     return conv
 
 
-_POSITION = _vec(LENGTH)
+_POSITION = _vec(POSITION)
 
 
 def _name(f: list[str], w: _Where) -> str:
@@ -255,6 +259,8 @@ def _loop_axis(f: list[str], w: _Where) -> np.ndarray:
 def _inertia(f: list[str], w: _Where) -> np.ndarray:
     ixx, iyy, izz, ixy, ixz, iyz = (_number(t, w, INERTIA) for t in f)
     tensor = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    if not tensor.any():  # a massless body's (add_body checks that its mass is 0 too)
+        return _frozen(tensor)
     lam = np.linalg.eigvalsh(tensor)  # ascending principal moments
     moments = ", ".join(f"{x:.6g}" for x in lam)
     # comparisons are written so that a nan from an overflowing tensor also fails
@@ -342,6 +348,13 @@ def _sweep(f: list[str], w: _Where) -> tuple[tuple[float, ...], bool]:
         len(f) == 5 and f[4] == "log"
 
 
+def _limit(f: list[str], w: _Where) -> tuple[float, float]:
+    lower, upper = (_number(t, w, COORDINATE) for t in f)
+    if not lower <= upper:
+        raise _Invalid(f"{w} is {f[0]} {f[1]}; expected lower <= upper")
+    return lower, upper
+
+
 def _poi(f: list[str], w: _Where) -> tuple[str, str, np.ndarray]:
     return _name(f, w), _name(f[1:], w), _POSITION(f[2:], w)
 
@@ -378,11 +391,19 @@ _BODY = {
     "xtree": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
     "rpy": _Key("roll pitch yaw", (3,), _rpy),
     "quat": _Key("w x y z", (4,), _quat),
-    "mass": _Key("m", (1,), _positive(MASS), required=True),
+    "mass": _Key("m", (1,), _nonneg(MASS), required=True),
     "cg": _Key(_XYZ, (3,), _POSITION, default=_ZERO3),
     "inertia": _Key(_INERTIA, (6,), _inertia, required=True),
     "fext": _Key("0|1", (1,), _bit, default=False),
+    # what an imported file says about the joint: reported by `mechdyn info`, never used by the dynamics
+    "joint_name": _Key("NAME", (1,), _name),
+    "limit": _Key("lower upper", (2,), _limit),
+    "effort": _Key("e", (1,), _nonneg(EFFORT)),
+    "velocity": _Key("v", (1,), _nonneg(RATE)),
+    "joint_damping": _Key("c", (1,), _nonneg(DAMPING)),
+    "joint_friction": _Key("f", (1,), _nonneg(EFFORT)),
 }
+_INFO_KEYS = ("joint_name", "limit", "effort", "velocity", "joint_damping", "joint_friction")
 _LOOP = {
     "joint": _Key("|".join(LOOP_NC), (1,), _choice(*LOOP_NC), required=True),
     "pred": _Key("NAME", (1,), _name, required=True),
@@ -596,6 +617,7 @@ class _Builder:
                 self.add_body(s)
         if not self.bodies:
             self.fail(1, "no body declared; expected at least one 'body NAME' block")
+        self.check_massless()
         for s in self.stmts:  # drivers last: their act slots follow the elements'
             if s.kind not in ("body", "driver"):
                 getattr(self, f"add_{s.kind}")(s)
@@ -664,12 +686,68 @@ class _Builder:
             self.fail(s.at(second), f"{s.label} gives its rotation twice: '{second}' here and '{first}' at line "
                                     f"{s.at(first)}; expected one of rpy or quat")
         rot = v["rpy"] if v["rpy"] is not None else v["quat"] if v["quat"] is not None else np.eye(3)
+        massless, still = v["mass"] == 0, not v["inertia"].any()
+        if massless != still:
+            self.fail(s.at("mass" if massless else "inertia"),
+                      f"{s.label} has mass {v['mass']:g} and {'a nonzero' if massless else 'a zero'} inertia; expected "
+                      "mass 0 with inertia 0 0 0 0 0 0 (a massless link) or a positive mass with a positive definite "
+                      "inertia")
+        if massless and joint == "floating":
+            self.fail(s.at("mass"), f"floating {s.label} has mass 0; expected a floating body with mass")
         self.body_index[s.name] = len(self.bodies)
         Rp, pp = (self.attitude[parent], self.origin[parent]) if parent != BASE else (np.eye(3), np.zeros(3))
         self.origin.append(pp + Rp @ v["xtree"])
         self.attitude.append(Rp @ rot)
         self.bodies.append(Body(name=s.name, parent=parent, joint=joint, axis=axis, xtree=v["xtree"], rot=_frozen(rot),
-                                mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"], line=s.line))
+                                mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"], line=s.line,
+                                info=self.joint_info(s)))
+
+    def joint_info(self, s: _Stmt) -> JointInfo | None:
+        """The body's imported joint name, limits, damping and friction; None when it gives none."""
+        v = s.vals
+        if all(v[k] is None for k in _INFO_KEYS):
+            return None
+        lower, upper = v["limit"] if v["limit"] is not None else (None, None)
+        return JointInfo(name=v["joint_name"] or "", lower=lower, upper=upper, effort=v["effort"],
+                         velocity=v["velocity"], damping=v["joint_damping"], friction=v["joint_friction"])
+
+    def check_massless(self) -> None:
+        """Refuse massless bodies that leave the mass matrix singular: a massless body that carries no body with mass
+        (at its line), and, at the design pose, an H whose smallest eigenvalue is below 1e-12 of its largest (at the
+        line of the body whose coordinate dominates that eigenvector). Checked only where a body is massless: a
+        positive mass with a positive definite inertia on every body keeps H positive definite everywhere."""
+        from .kinematics import forward_kinematics  # here: the rest of the parser needs no kinematics
+        from .spatial import jcalc, mcI
+
+        if all(b.mass > 0 for b in self.bodies):
+            return
+        n = len(self.bodies)
+        subtree = [[i] for i in range(n)]
+        for i in reversed(range(n)):
+            if self.bodies[i].parent != BASE:
+                subtree[self.bodies[i].parent] += subtree[i]
+        for i, b in enumerate(self.bodies):
+            if not any(self.bodies[k].mass > 0 for k in subtree[i]):
+                self.fail(b.line, f"body '{b.name}' has mass 0 and so does every body it carries; expected a massless "
+                                  "body only where it carries a body with mass (its joint would move nothing)")
+        model = Model(name="", path=self.path, source="", gravity=np.zeros(3), stab=1.0, bodies=tuple(self.bodies))
+        kin = forward_kinematics(model, model.q0())
+        # H = Jᵀ M J in base coordinates: each body's columns S (motion subspace) carried to the base
+        S = np.zeros((n, 6, model.nv))
+        for i, b in enumerate(self.bodies):
+            Xinv = np.linalg.inv(kin.X0[i])
+            Si = jcalc(b, model.q0()[model.qidx[i]:model.qidx[i] + b.nq])[1]
+            for k in subtree[i]:
+                S[k][:, model.vidx[i]:model.vidx[i] + b.nv] = Xinv @ Si
+        H = sum(S[k].T @ kin.X0[k].T @ mcI(c.mass, c.cg, c.inertia) @ kin.X0[k] @ S[k]
+                for k, c in enumerate(self.bodies))
+        lam, vec = np.linalg.eigh(H)
+        if not lam[0] > 1e-12 * lam[-1]:
+            v = int(np.argmax(np.abs(vec[:, 0])))
+            b = self.bodies[max(i for i in range(n) if model.vidx[i] <= v)]
+            self.fail(b.line, f"the mass matrix is singular at the design pose (smallest eigenvalue {lam[0]:.3g}, "
+                              f"largest {lam[-1]:.3g}), through the joint of body '{b.name}': a massless body's joints "
+                              "move no independent inertia; expected massless bodies whose joints each move mass")
 
     def add_poi(self, s: _Stmt) -> None:
         self.unique(s)

@@ -32,7 +32,8 @@ ROOT = "base"
 # mechdyn slots that fill Pinocchio's four quaternion slots in order.
 PIN_QUAT = (1, 2, 3, 0)
 
-Layout = Mapping[str, tuple[int, int]]  # body name -> (first q slot, first v slot) in the engine
+# body name -> (first q slot, first v slot[, q slots]) in the engine; 2 q slots: a continuous joint's (cos, sin)
+Layout = Mapping[str, tuple[int, ...]]
 
 
 def export_urdf(model: Model) -> Exported:
@@ -83,8 +84,10 @@ def to_pinocchio(model: Model, layout: Layout, nq: int, nv: int, q: np.ndarray, 
     """
     qp, vp, tp = np.zeros(nq), np.zeros(nv), np.zeros(nv)
     for b, iq, iv in zip(model.bodies, model.qidx, model.vidx):
-        jq, jv = layout[b.name]
-        if b.joint == "floating":
+        jq, jv, *nqj = layout[b.name]
+        if nqj == [2]:
+            qp[jq], qp[jq + 1], vp[jv], tp[jv] = np.cos(q[iq]), np.sin(q[iq]), qd[iv], tau[iv]
+        elif b.joint == "floating":
             qp[jq : jq + 3] = q[iq + 4 : iq + 7]
             qp[jq + 3 : jq + 7] = q[iq : iq + 4][list(PIN_QUAT)]
             vp[jv : jv + 3], vp[jv + 3 : jv + 6] = qd[iv + 3 : iv + 6], qd[iv : iv + 3]

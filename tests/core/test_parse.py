@@ -424,8 +424,8 @@ ERRORS = {
                                           "loop, tsda, rsda, track, ground, driver (did you mean 'body'?)"),
     "key outside block": (BODY_A + "  mass 2   # <-\n", "'mass' outside any block; expected it inside a body or track"),
     "unknown key": (BODY_WITH.format("  mas 2   # <-\n"),
-                    "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, rpy, quat, mass, cg, inertia, fext "
-                    "(did you mean 'mass'?)"),
+                    "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, rpy, quat, mass, cg, inertia, fext, "
+                    "joint_name, limit, effort, velocity, joint_damping, joint_friction (did you mean 'mass'?)"),
     "unknown key ground": ("ground\n  terrain plane 0 0 1 0\n  kn 1\n  muu 1  # <-\n  mu 1\nend\n" + BODY_A,
                            "unknown key 'muu' in ground; expected one of terrain, heights, kn, kt, mu "
                            "(did you mean 'mu'?)"),
@@ -496,12 +496,25 @@ ERRORS = {
     "rotation twice": (body(extra="  rpy 0 0 1\n  quat 1 0 0 0  # <-\n"),
                        "body 'b' gives its rotation twice: 'quat' here and 'rpy' at line 6; expected one of rpy or quat"),
     "angle out of bound": (body(extra="  rpy 0 7 0  # <-\n"), "'rpy' in body 'b' is 7, out of bounds for an angle; "
-                                                            "expected 0 or 1e-9 <= |value| <= 6.28319 rad"),
+                                                            "expected 0 or 1e-15 <= |value| <= 6.28319 rad"),
     "rpy field count": (body(extra="  rpy 0 1  # <-\n"), "wrong number of fields for 'rpy' in body 'b': got 2; "
                                                         "expected 'rpy roll pitch yaw'"),
     # mass and inertia
-    "zero mass": (BODY_A.replace("mass 1", "mass 0  # <-"), "'mass' in body 'a' is 0; expected a number > 0"),
-    "negative mass": (BODY_A.replace("mass 1", "mass -1  # <-"), "'mass' in body 'a' is -1; expected a number > 0"),
+    "zero mass": (BODY_A.replace("mass 1", "mass 0  # <-"), "body 'a' has mass 0 and a nonzero inertia; expected "
+                  "mass 0 with inertia 0 0 0 0 0 0 (a massless link)"),
+    "zero inertia": (BODY_A.replace("inertia 1 1 1 0 0 0", "inertia 0 0 0 0 0 0  # <-"),
+                     "body 'a' has mass 1 and a zero inertia"),
+    "massless leaf": (BODY_A.replace("body a", "body a  # <-").replace("mass 1", "mass 0").replace("inertia 1 1 1",
+                                                                                                 "inertia 0 0 0"),
+                      "body 'a' has mass 0 and so does every body it carries"),
+    "massless on the axis": (BODY_A.replace("body a", "body a  # <-").replace("mass 1", "mass 0")
+                             .replace("inertia 1 1 1", "inertia 0 0 0") + BODY_A.replace("body a", "body b")
+                             .replace("parent base", "parent a").replace("inertia 1 1 1", "inertia 1 2 1"),
+                             "the mass matrix is singular at the design pose (smallest eigenvalue 0, largest 4), "
+                             "through the joint of body 'a'"),
+    "negative mass": (BODY_A.replace("mass 1", "mass -1  # <-"), "'mass' in body 'a' is -1; expected a number >= 0"),
+    "limit order": (BODY_A.replace("mass 1", "mass 1\n  limit 1 -1  # <-"),
+                    "'limit' in body 'a' is 1 -1; expected lower <= upper"),
     "indefinite inertia": (BODY_A.replace("inertia 1 1 1 0 0 0", "inertia 1 1 -1 0 0 0  # <-"),
                            "'inertia' in body 'a' is not positive definite"),
     "singular inertia": (BODY_A.replace("inertia 1 1 1 0 0 0", "inertia 1 1 1 1 0 0  # <-"),
