@@ -25,8 +25,8 @@ from pathlib import Path
 
 from crosscheck.checks import Check
 from crosscheck.report import DEFAULT_FACTOR
-from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, atomic_write, float_range, int_range, load_model,
-                             output_file, positive_float, run, seed, sim_steps, trials)
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, add_model_argument, atomic_write, float_range,
+                             int_range, model_of, output_file, positive_float, run, seed, sim_steps, trials)
 from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.errors import clip, listed
 
@@ -49,7 +49,7 @@ def cmd_dense(args: argparse.Namespace) -> int:
     from crosscheck import dense_compare as compare
     from mechdyn.dynamics import Dynamics
 
-    model = load_model(args.model)
+    model = model_of(args)
     checks = [compare.rank_K(model, args.trials, args.seed)] if model.loops else []
     if checks and not checks[0].passed:  # A = K H⁻¹ Kᵀ is singular: nothing downstream can be meaningful
         return _report(model.name, checks, args.json)
@@ -74,7 +74,7 @@ def cmd_chrono(args: argparse.Namespace) -> int:
     from crosscheck.chrono import checks, sim
     from mechdyn.dynamics import Dynamics
 
-    model = load_model(args.model)
+    model = model_of(args)
     if args.body is not None and args.body not in [b.name for b in model.bodies]:
         raise InputError(f"{model.name} has no body '{clip(args.body)}'; its bodies: "
                          f"{listed((b.name for b in model.bodies), 8)}")
@@ -138,7 +138,7 @@ def cmd_pinocchio(args: argparse.Namespace) -> int:
     from crosscheck.pinocchio import compare, derivatives
     from mechdyn.dynamics import Dynamics
 
-    model = load_model(args.model)
+    model = model_of(args)
     n = _trials(args, args.derivatives, PIN_TRIALS, PIN_DERIV_TRIALS)
     if args.derivatives:
         if reason := derivatives.why_not(model):  # before compiling anything
@@ -160,7 +160,7 @@ def cmd_mujoco(args: argparse.Namespace) -> int:
     from crosscheck.mujoco.compare import accel_vs_generated
     from mechdyn.dynamics import Dynamics
 
-    model = load_model(args.model)
+    model = model_of(args)
     if args.eps is not None and not args.linearize:
         raise InputError("crosscheck mujoco --eps: the step of --linearize's differences; add --linearize")
     n = _trials(args, args.linearize, MJ_TRIALS, MJ_LIN_TRIALS)
@@ -182,7 +182,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from crosscheck.pinocchio.derivatives import why_not
     from mechdyn.dynamics import Dynamics
 
-    model = load_model(args.model)
+    model = model_of(args)
     if args.unturned:
         from crosscheck.randmodel import unturned
 
@@ -207,7 +207,7 @@ def cmd_suspension(args: argparse.Namespace) -> int:
     from crosscheck.chrono.vehicle import chrono_sweep, require_vehicle
     from crosscheck.suspension import FIELDS, GATES, UNITS, differences, mechdyn_sweep, old_axes, plot
 
-    model = load_model(args.model)
+    model = model_of(args)
     require_vehicle()  # before the work: exit 2 with the remedy
     if args.old_axes:
         model = old_axes(model)
@@ -395,7 +395,7 @@ def comparison(sub, name: str, example: str, default_trials: int | str, trials_h
     """A comparison subcommand with the arguments every one takes: model, --trials, --seed, --json. A str
     default_trials is only described: the command picks the number (None when --trials is not given)."""
     c = sub.add_parser(name, formatter_class=_Formatter, **kw)
-    c.add_argument("model", help=f"a model name in models/ (e.g. {example}) or a path to a .mech file")
+    add_model_argument(c, help=f"a model name in models/ (e.g. {example}), or a path to a .mech, .urdf or MJCF .xml file")
     c.add_argument("--trials", type=trials, default=None if isinstance(default_trials, str) else default_trials,
                    help=f"{trials_help} (default {default_trials})")
     c.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
@@ -506,7 +506,7 @@ def parser() -> argparse.ArgumentParser:
                        "repeats, with a running checksum), fwd_dyn_batch, and the dense reference on the same "
                        "states. Reports ns/call, the speedup and the generated code's flop count (mechdyn bench: "
                        "the generated code alone).")
-    b.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(b)
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
     b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
                    "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "

@@ -29,8 +29,10 @@ import numpy as np
 import pandas as pd
 from scipy.spatial.transform import Rotation
 
-from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, atomic_write, float_range, int_range,
-                             load_model, output_dir, output_file, positive_float, run, seed, sim_steps, slope_degrees)
+from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, add_model_argument, atomic_write,
+                             float_range, int_range, model_of, output_dir, output_file, positive_float, run, seed,
+                             sim_steps, slope_degrees)
+from mechdyn.core.errors import clip
 from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
 
@@ -100,6 +102,8 @@ def describe(model: Model) -> str:
                   + (f"  act[{e.act}]" if e.act >= 0 else "") for e in model.rsdas]),
         ("driver", [f"{d.name}: joint of {model.bodies[d.body].name}, {d.motion.describe()}  f'' in act[{d.act}]"
                     for d in model.drivers]),
+        ("imported joints (limits, damping and friction: reported, not simulated; docs/import.md)",
+         [f"{b.name}: {b.info.describe()}" for b in model.bodies if b.info is not None]),
         ("tracks", [_band_line(model, t) for t in model.tracks]),
         ("ground", [f"terrain {model.ground.terrain} {' '.join(f'{x:g}' for x in model.ground.params)}"]
          if model.ground else []),
@@ -125,7 +129,7 @@ def _band_line(model: Model, t) -> str:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """Print what the model declares, then (unless --no-route) the solve the generator takes for it."""
-    model = load_model(args.model)
+    model = model_of(args)
     print(describe(model), flush=True)
     if model.tracks or model.ground is not None:
         from mechdyn.contact import Contact
@@ -149,7 +153,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
     """Write the generated C for a model (with --derivatives, its derivatives' translation unit)."""
     from mechdyn.codegen.generate import derivatives_unit, generate
 
-    model = load_model(args.model)
+    model = model_of(args)
     gen = derivatives_unit(model) if args.derivatives else generate(model)
     if args.output == "-":
         sys.stdout.write(gen.source)
@@ -183,7 +187,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.peers:  # before any work: the side-by-side benchmark is the harness's
         given = [args.model] + (["--repeats", str(args.repeats)] if args.repeats != 7 else []) + ["--json"] * args.json
         raise moved("bench --peers", shlex.join(["bench", "--peers", *given]))
-    model = load_model(args.model)
+    model = model_of(args)
     contact = bool(model.tracks) or model.ground is not None
     if args.scheme != "verlet" and args.sim in (None, ACCURACY_STEP):
         raise InputError("bench: --scheme times the implicit stepping at a step you choose: give --sim DT (with "
@@ -243,12 +247,27 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if not (args.urdf or args.mjcf):
         raise InputError("nothing to write: give --urdf FILE and/or --mjcf FILE")
-    model = load_model(args.model)
+    model = model_of(args)
     for path, export in ((args.urdf, export_urdf), (args.mjcf, export_mjcf)):
         if path:
             ex = export(model)
             atomic_write(Path(path), ex.text)
             print(ex.message(path))
+    return EXIT_PASS
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Write a URDF or MJCF file as a .mech file (its sources named in comments) and summarize the model."""
+    from mechdyn.imports import import_text, is_foreign
+
+    if not is_foreign(args.model):
+        raise InputError(f"{clip(args.model, 200)}: expected a .urdf, or an MJCF .xml or .mjcf file")
+    if not Path(args.model).is_file():
+        raise InputError(f"{clip(args.model, 200)}: no such file")
+    model, text = import_text(args.model, args.floating, args.mimic)
+    atomic_write(Path(args.output), text)
+    print(f"wrote {args.output}: {model.nbody} bodies, nq {model.nq}, nv {model.nv}, {len(model.pois)} points "
+          f"(the merged links' frames), total mass {sum(b.mass for b in model.bodies):.6g} kg")
     return EXIT_PASS
 
 
@@ -397,7 +416,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     t_start = time.perf_counter()
     startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
-    model = load_model(args.model)
+    model = model_of(args)
     implicit = _implicit_options(args)
     if model.tracks or model.ground is not None:
         if implicit is not None and args.drive:
@@ -578,7 +597,7 @@ def cmd_modes(args: argparse.Namespace) -> int:
     from mechdyn.dynamics import Dynamics
     from mechdyn.linear import EquilibriumError, coordinate_names, equilibrium, held_slots, linearize, modes
 
-    model = load_model(args.model)
+    model = model_of(args)
     if model.tracks or model.ground is not None:
         raise InputError(f"modes: {model.name} has contact (a band or a ground), which has no derivatives here")
     if args.frf:
@@ -691,7 +710,7 @@ def cmd_rig(args: argparse.Namespace) -> int:
     from mechdyn.sim import rig
     from mechdyn.sim.run import SimulationDiverged
 
-    model = load_model(args.model)
+    model = model_of(args)
     try:
         lay = rig.layout(model)
     except rig.RigError as e:
@@ -829,7 +848,7 @@ def parser() -> argparse.ArgumentParser:
                        "loops) or the articulated-body algorithm (method 2, with loops), whichever counts fewer "
                        "operations, with both counts. Counting runs the generator's passes (seconds on the largest "
                        "models; no compile; --no-route skips it).")
-    i.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(i)
     i.add_argument("--no-route", action="store_true", help="skip the solve route (and its operation counts)")
     i.set_defaults(func=cmd_info)
     g = sub.add_parser("gen", help="write the generated C for a model",
@@ -838,7 +857,7 @@ def parser() -> argparse.ArgumentParser:
                        "respect to q, qd, tau, act and fext; docs/derivatives.md).",
                        epilog="examples:\n  mechdyn gen elbow -o elbow.c\n  mechdyn gen --derivatives quartercar "
                        "-o quartercar_derivs.c", formatter_class=argparse.RawDescriptionHelpFormatter)
-    g.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(g)
     g.add_argument("--derivatives", action="store_true", help="the derivatives' translation unit instead")
     g.add_argument("-o", "--output", default="-", type=_output_or_stdout, help="output file (default: standard output)")
     g.set_defaults(func=cmd_gen)
@@ -853,7 +872,7 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn bench m113 --sim 1.2e-3 --scheme galpha --newton 3 --verlet-dt 3.28e-4\n"
                        "                                        # each at its largest step that passes the gates",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(b)
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
     b.add_argument("--sim", type=positive_float, metavar="DT", nargs="?", const=ACCURACY_STEP,
                    help="instead, time stepping at step DT. A model with contact: its contact stepping loop, a settle "
@@ -882,10 +901,24 @@ def parser() -> argparse.ArgumentParser:
                        "motors for inputs, equality constraints for spherical and distance loops), with masses, CGs, "
                        "inertias and offsets written exactly, and list what the format could not express "
                        "(each item with its line).")
-    e.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(e)
     e.add_argument("--urdf", metavar="FILE", type=output_file, help="write URDF to FILE")
     e.add_argument("--mjcf", metavar="FILE", type=output_file, help="write MJCF to FILE")
     e.set_defaults(func=cmd_export)
+    im = sub.add_parser("import", help="write a URDF or MJCF file as a .mech file",
+                        description="Read a URDF (yourdfpy over a strict XML parse) or an MJCF file (MuJoCo's own "
+                        "compiler) and write the .mech file it becomes: links on fixed joints merged into the moving "
+                        "link they hang from, their frames kept as points, every body's sources named in comments, "
+                        "joint limits, damping and friction kept for `mechdyn info` (docs/import.md). Every command "
+                        "that takes a model also takes the URDF or MJCF file itself.",
+                        epilog="examples:\n  mechdyn import panda.urdf -o panda.mech --mimic free\n"
+                               "  mechdyn import go2.urdf -o go2.mech --floating\n"
+                               "  mechdyn info go2.urdf --floating\n  mechdyn bench ur5_robot.urdf",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_argument(im, help="the .urdf, or MJCF .xml, file to read")
+    im.add_argument("-o", "--output", metavar="FILE.mech", type=output_file, required=True,
+                    help="write the .mech text to FILE.mech")
+    im.set_defaults(func=cmd_import)
     s = sub.add_parser("sim", help="simulate a model in C and summarize the run (a tracked model: settle and gate it)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="\n\n".join(textwrap.fill(p, 79) for p in (
@@ -914,7 +947,7 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn sim m113 --slope 20 --fric reg --trace m113.csv\n"
                        "  mechdyn sim track_demo --drive --slope 10\n"
                        "  mechdyn sim track_min --samples 180 --time 2")
-    s.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(s)
     s.add_argument("--time", type=positive_float, help="simulated time in s (default 1; with contact, 4)")
     s.add_argument("--dt", type=positive_float, help="step in s (default 1e-3; with contact, the accuracy step)")
     s.add_argument("--samples", type=int_range(1, 10**6), help="with contact: steps per contact period that "
@@ -984,7 +1017,7 @@ def parser() -> argparse.ArgumentParser:
                         "  mechdyn modes quartercar --held post --plot quartercar-modes.png\n"
                         "  mechdyn modes pendulums --at q0\n"
                         "  mechdyn modes hmmwv --frf hmmwv-frf.png --input pitch")
-    mo.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(mo)
     mo.add_argument("--held", metavar="SLOTS", type=_held, help="comma-separated velocity slots or body names whose "
                     "coordinates are held (e.g. a vehicle's shaker posts): fixed in the equilibrium, dropped from the "
                     "modes, their reactions taken up")
@@ -1017,7 +1050,7 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn rig hmmwv --sweep 0.005 0.3 25 120 --log --plot sweep\n"
                        "  mechdyn rig hmmwv --bump 0.1 0.5 --speed 5\n"
                        "  mechdyn rig hmmwv --chrono ../shared/data/chrono-vehicle/hmmwv/suspensionTest/ST_inputs.dat")
-    r.add_argument("model", help="a model name in models/ or a path to a .mech file")
+    add_model_argument(r)
     r.add_argument("--sine", nargs=2, type=float, metavar=("A", "F"), help="a sine of amplitude A m at F Hz")
     r.add_argument("--sweep", nargs=4, type=float, metavar=("A", "F0", "F1", "T"),
                    help="a sine of amplitude A m swept from F0 to F1 Hz over T s (linear; --log: geometric)")

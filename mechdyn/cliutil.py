@@ -101,14 +101,32 @@ def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -
                     warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
-def load_model(spec: str) -> Model:
+MODEL_HELP = "a model name in models/, or a path to a .mech, .urdf or MJCF .xml file"
+
+
+def add_model_argument(p: argparse.ArgumentParser, **kw) -> None:
+    """The positional model argument, and the options an imported URDF takes."""
+    p.add_argument("model", help=kw.pop("help", MODEL_HELP), **kw)
+    g = p.add_argument_group("URDF import")
+    g.add_argument("--floating", action="store_true", help="a free joint between the base and the URDF's root link")
+    g.add_argument("--mimic", choices=("refuse", "free"), default="refuse",
+                   help="a mimic joint: refuse the file (default), or import it as an independent joint, as "
+                        "Pinocchio does")
+
+
+def load_model(spec: str, floating: bool = False, mimic: str = "refuse") -> Model:
     """mechdyn.core.parse.load_model, with a file that exists but cannot be read named in an InputError."""
     from mechdyn.core.parse import load_model as load
 
     try:
-        return load(spec)
+        return load(spec, floating, mimic)
     except OSError as e:
         raise InputError(f"{clip(spec, 200)}: cannot read the model file: {e.strerror or e}") from None
+
+
+def model_of(args: argparse.Namespace) -> Model:
+    """The model a command names (add_model_argument), loaded."""
+    return load_model(args.model, getattr(args, "floating", False), getattr(args, "mimic", "refuse"))
 
 
 def _number(text: str, kind: type, expected: str) -> float | int:

@@ -472,8 +472,11 @@ class Dynamics:
         return nrec, done[0]
 
 
-def load(spec: str | os.PathLike | Model, progress: bool = False) -> Dynamics:
-    """Compiled dynamics for a model given by name in models/, by path, or as a parsed Model; `progress` as for
-    Dynamics."""
-    model = spec if isinstance(spec, Model) else load_model(Path(spec) if isinstance(spec, os.PathLike) else spec)
+def load(spec: str | os.PathLike | Model, progress: bool = False, floating: bool = False,
+         mimic: str = "refuse") -> Dynamics:
+    """Compiled dynamics for a model given by name in models/, by path (a .mech, URDF or MJCF file), or as a parsed
+    Model; `progress` as for Dynamics; `floating` (a free joint at a URDF's root link) and `mimic` ("refuse" or
+    "free" for a URDF's mimic joints) as for mechdyn.imports.import_model."""
+    model = spec if isinstance(spec, Model) else load_model(Path(spec) if isinstance(spec, os.PathLike) else spec,
+                                                           floating, mimic)
     return Dynamics(model, progress)
