@@ -77,6 +77,14 @@ GATES: dict[str, Gate] = {
                                 "off) against the generated C"),
     "derivs_vs_pinocchio": Gate(SCALED, "the worst block of fwd_dyn_derivs (∂qdd/∂q, qd, tau, act, fext) against "
                                 "Pinocchio's computeABADerivatives, scaled per block, over 50 random states"),
+    # the external suite: example-robot-data's URDFs, each parsed by Pinocchio itself (regression/test_robot_suite.py)
+    "robot_vs_pinocchio": Gate(SCALED, f"{_QDD_STATES} of qdd (1000): Pinocchio's ABA on its own parse of the robot's "
+                               "URDF (buildModelFromUrdf) against the generated C of mechdyn's import of the same file"),
+    "robot_derivs_vs_pinocchio": Gate(SCALED, "the worst block of fwd_dyn_derivs against Pinocchio's "
+                                      "computeABADerivatives on its own parse of the robot's URDF, scaled per block, "
+                                      "over 50 random states"),
+    "robot_dense_vs_generated": Gate(SCALED, f"{_QDD_STATES} of qdd (200): the dense reference against the generated "
+                                     "C, both on mechdyn's import of the robot's URDF"),
     # Project Chrono (crosscheck/chrono/checks.py)
     "qd_consistency": Gate(SCALED, "the velocity map against fourth-order finite differences of the position map, "
                            "in joint coordinates, over the states (a sign inversion shows as 2)"),

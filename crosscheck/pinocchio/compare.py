@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -13,13 +14,13 @@ from mechdyn.core.model import Model
 from mechdyn.core.sample import State, scaled_error, states
 from mechdyn.dynamics import Dynamics
 
-from . import PinModel, build, forward
+from . import PinModel, build, build_from_file, forward
 
 GATE_TREE = 1e-9  # two different tree algorithms (Pinocchio's ABA, mechdyn's CRBA + LᵀDL) on O(1)-conditioned trees
 GATE_LOOP = 1e-8  # the KKT system is a second, differently conditioned route through A = K H⁻¹ Kᵀ
 
 _drawn: dict[tuple[str, int, int], list[State]] = {}
-_built: dict[str, PinModel] = {}
+_built: dict[tuple[str, str], PinModel] = {}
 
 
 def gate(model: Model) -> float:
@@ -27,10 +28,12 @@ def gate(model: Model) -> float:
 
 
 def pin_model(model: Model) -> PinModel:
-    """The Pinocchio model of `model`, built once per process."""
-    key = fingerprint(model)  # the content: a model changed in Python gets its own
+    """The Pinocchio model of `model`, built once per process: for a model imported from a URDF file, Pinocchio's
+    own parse of that file (build_from_file), else of mechdyn's URDF export (build)."""
+    imported = model.path.lower().endswith(".urdf") and Path(model.path).is_file()
+    key = (fingerprint(model), model.path if imported else "")  # the content: a model changed in Python gets its own
     if key not in _built:
-        _built[key] = build(model)
+        _built[key] = build_from_file(model, model.path) if imported else build(model)
     return _built[key]
 
 

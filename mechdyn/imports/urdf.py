@@ -154,7 +154,7 @@ def read(path: str, floating: bool = False, mimic: str = "refuse") -> Tree:
                 raise MechError(path, line, f"joint '{j.name}' has axis 0 0 0; expected a nonzero axis")
         text = _attr_text(path, j.name)
         source = (f"joint {j.name} ({j.type}, line {line}): origin {text.get('origin', '(none)')}"
-                  + (f", axis {text['axis']}" if kind in ("revolute", "prismatic") else ""))
+                  + (f", axis {text.get('axis', '(none: 1 0 0)')}" if kind in ("revolute", "prismatic") else ""))
         joints.append(Joint(j.name, kind, j.parent, j.child, T[:3, :3].copy(), T[:3, 3].copy(), axis,
                             _info(j) if kind in ("revolute", "prismatic") else None, source, line))
         _check_angles(path, line, j.name, T[:3, :3])
