@@ -19,8 +19,8 @@ Coordinates. A hinge's or slide's mechdyn coordinate is MuJoCo's qpos − qpos0 
 are shifted by the same qpos0. A free joint's qpos [r, w x y z] and qvel [ṙ in world axes, ω in body axes] map to
 the floating body's q [w x y z, r] and qd [ω; v in body axes] as mechdyn.export.mjcf.to_mujoco writes.
 
-Refused: ball joints (mechdyn has no spherical tree joint), a free joint below another body or beside another
-joint, flex (deformable) elements, a model with no joint. Listed as left out in the `.mech` header: contacts,
+Refused: ball joints (mechdyn has no spherical tree joint), flex (deformable) elements, a model with no joint;
+MuJoCo's compiler itself refuses a free joint below another body or beside another joint ("more than 6 dofs"). Listed as left out in the `.mech` header: contacts,
 actuators, tendons, equality constraints, joint springs, armature, damping, friction loss, limits, gravity
 compensation, fluid forces, plugins; damping, friction loss, limits and force ranges are carried as the body's
 joint info (reported, not simulated).
@@ -197,11 +197,6 @@ def read(path: str) -> Tree:
             if t == BALL:
                 raise MechError(path, jline, f"joint '{jname}' of body '{name}' is a ball joint; expected hinge, "
                                              "slide or free joints (mechdyn has no spherical tree joint)")
-            if t == FREE and (pid != 0 or n > 1):
-                raise MechError(path, jline, f"free joint '{jname}' of body '{name}' "
-                                             + ("hangs from body '" + bnames[pid] + "'" if pid else
-                                                "shares its body with other joints")
-                                             + "; expected a free joint only as the one joint of a child of the world")
             child = last if k == n - 1 else unique(f"{name}.{jname}")
             if child != last:
                 parts[child] = Part(child, source=f"a massless frame of body {name} between its joints")
