@@ -27,7 +27,7 @@ from mechdyn.core.model import Model
 from mechdyn.core.sample import scaled_error, states
 from mechdyn.dynamics import Dynamics
 from mechdyn.export import mjcf as mjcf_export
-from mechdyn.imports import mjcf
+from mechdyn.imports import import_model as mjcf_import, mjcf
 from mechdyn.imports.tree import Names
 
 GATE = 1e-9
@@ -129,3 +129,19 @@ def accel_vs_mujoco(path: str, dyn: Dynamics, trials: int = 1000, seed: int = 0)
 def _noted(c: Check) -> Check:
     """The check, with what to look at when it fails."""
     return c if c.passed else Check(c.name, c.value, c.threshold, c.detail, NOTE)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m crosscheck.mujoco.imported FILE...`: each MJCF file's two checks, one line each; 1 if any fails."""
+    failed = False
+    for path in argv:
+        for c in accel_vs_mujoco(path, Dynamics(mjcf_import(path))):
+            print(f"{path}: {c.line()}")
+            failed |= not c.passed
+    return int(failed)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
