@@ -75,6 +75,14 @@ GATES: dict[str, Gate] = {
                                "reference"),
     "mujoco_vs_generated": Gate(SCALED, f"{_QDD_STATES} of qdd: MuJoCo's mj_forward on the MJCF export (contacts "
                                 "off) against the generated C"),
+    "mjcf_accel_vs_mujoco": Gate(SCALED, "max over the random states whose mass matrix has κ(M) <= 1e6 of the "
+                                 "scaled error of qdd: MuJoCo's mj_forward on an MJCF file (contacts, constraints, "
+                                 "actuation, passive forces and armature off) against the generated C of mechdyn's "
+                                 "import of the same file (crosscheck/mujoco/imported.py)"),
+    "mjcf_accel_vs_mujoco_cond": Gate("of max(1e-9, κ(M) ε)", "max over all the random states of that scaled error "
+                                      "over max(1e-9, κ(M) ε), κ(M) ε being the round-off bound of a solve with the "
+                                      "state's mass matrix (a body with three hinges near gimbal lock reaches κ 1e9); "
+                                      "passes at or below 1"),
     "derivs_vs_pinocchio": Gate(SCALED, "the worst block of fwd_dyn_derivs (∂qdd/∂q, qd, tau, act, fext) against "
                                 "Pinocchio's computeABADerivatives, scaled per block, over 50 random states"),
     # the external suite: example-robot-data's URDFs, each parsed by Pinocchio itself (regression/test_robot_suite.py)
