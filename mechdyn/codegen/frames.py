@@ -135,6 +135,14 @@ def neighbourhood(model: Model, i: int, radius: int) -> list[int]:
         edge = {j for k in edge for j in (model.bodies[k].parent, *(c for c, bd in enumerate(model.bodies)
                                                                      if bd.parent == k))} - near - {BASE}
         near |= edge
+    # a massless body's joint moves only what it carries: cut off from it, its pivot would be a structural zero
+    grow = [k for k in near if model.bodies[k].mass == 0]
+    while grow:
+        k = grow.pop()
+        for c, bd in enumerate(model.bodies):
+            if bd.parent == k and c not in near:
+                near.add(c)
+                grow += [c] if bd.mass == 0 else []
     return sorted(near)
 
 
@@ -148,8 +156,12 @@ def window(model: Model, i: int, radius: int = RADIUS) -> tuple[Model, int]:
     loops stay out, as in the whole model's count."""
     near = neighbourhood(model, i, radius)
     top = model.bodies[near[0]]
-    proxy = [] if top.parent == BASE else [dc.replace(model.bodies[top.parent], parent=BASE, joint="floating",
-                                                      axis=np.zeros(3), xtree=np.zeros(3), rot=np.eye(3))]
+    # the proxy keeps a massless parent's structure but not its zero mass: a floating body with no mass of its own
+    # over a window whose bodies do not span six directions would give a zero pivot (it is counted, never solved)
+    parent = model.bodies[top.parent] if top.parent != BASE else None
+    weight = {} if parent is None or parent.mass > 0 else {"mass": 1.0, "inertia": np.eye(3)}
+    proxy = [] if parent is None else [dc.replace(parent, parent=BASE, joint="floating", axis=np.zeros(3),
+                                                  xtree=np.zeros(3), rot=np.eye(3), **weight)]
     index = {k: len(proxy) + n for n, k in enumerate(near)}
     outside = 0 if proxy else BASE
     where = lambda k: index.get(k, outside) if k != BASE else BASE  # noqa: E731

@@ -9,12 +9,14 @@ one model, and an error in a number the format refuses is reported at the line o
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mechdyn.core.errors import MechError
 from mechdyn.core.model import JointInfo, Model
+from mechdyn.core.spatial import R_to_quat, rpy_to_R
 from mechdyn.export.common import direction, num, rpy
 
 MOVING = ("revolute", "prismatic")
@@ -250,9 +252,7 @@ def mech_text(tree: Tree) -> tuple[str, dict[int, int]]:
         if np.any(b.p):
             put(f"  xtree {_vec(b.p)}", line)
         if not np.allclose(b.R, np.eye(3), rtol=0, atol=1e-15):
-            angles = [_clean(float(x), "angle") for x in rpy(b.R).split()]
-            if any(angles):
-                put(f"  rpy {' '.join(_fmt(x) for x in angles)}", line)
+            put(_rotation(b.R), line)
         ln = tree.parts[b.part].line or line
         put(f"  mass {_fmt(m)}", ln)
         if np.any(c):
@@ -275,6 +275,17 @@ def mech_text(tree: Tree) -> tuple[str, dict[int, int]]:
 # the format's largest magnitudes of the joint's reported quantities (docs/mech-format.md, "Bounds"); a file's
 # 1e30 or 1e16 means "no limit", and is written as a comment
 LARGEST = {"limit": 1e4, "effort": 1e12, "velocity": 1e4, "joint_damping": 1e12, "joint_friction": 1e12}
+
+
+def _rotation(R: np.ndarray) -> str:
+    """The body's rotation key: URDF's rpy, which reads best, unless it does not give R back to round-off (at
+    gimbal lock, a pitch of ±π/2), then the quaternion."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # scipy's gimbal-lock warning: the check below decides
+        angles = [_clean(float(x), "angle") for x in rpy(R).split()]
+    if np.allclose(rpy_to_R(np.array(angles)), R, rtol=0, atol=1e-14):
+        return f"  rpy {' '.join(_fmt(x) for x in angles)}"
+    return f"  quat {' '.join(num(x) for x in R_to_quat(R))}"
 
 
 def _info(put, info: JointInfo, line: int) -> None:
