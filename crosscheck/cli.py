@@ -5,6 +5,7 @@
     crosscheck pinocchio <model> [--derivatives] [--trials N] [--seed S] [--json]
     crosscheck mujoco <model> [--linearize [--eps E]] [--trials N] [--seed S] [--json]
     crosscheck bench <model> [--peers [--derivatives]] [--unturned] [--repeats N] [--json]
+    crosscheck bench --peers [--derivatives] --robots [--repeats N] [--json]
     crosscheck suspension [MODEL] [--travel M] [--points N] [--plot FILE] [--old-axes] [--json]
     crosscheck chrono-rig [--inputs FILE] [--time T] [--dt DT] [--plot PNG] [--json]
     crosscheck randmodel SEED [--bodies N] [--floating] [--loops N] [--aligned] [-o FILE]
