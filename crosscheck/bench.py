@@ -104,9 +104,9 @@ def callgrind_instructions(cmd: list, function: str, ncalls: int) -> float:
     return callgrind.count(cmd, function).instructions / ncalls
 
 
-def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str]) -> None:
+def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str]) -> float:
     """The timing program's checksum (the sum of output c mod nv of call c) against the same engine's results
-    computed from Python on the pool, so that a timed loop is known to compute what it claims."""
+    computed from Python on the pool, so that a timed loop is known to compute what it claims; returns it."""
     n = 2 * POOL
     c = np.arange(n)
     terms = qdd[c % POOL, c % qdd.shape[1]]
@@ -114,6 +114,13 @@ def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str
     if abs(got - terms.sum()) > 1e-9 * max(1.0, float(np.abs(terms).sum())):
         raise RuntimeError(f"{engine}'s timing program on {model.name} computed checksum {got!r} where its "
                            f"Python bindings give {float(terms.sum())!r}: the timed loop is not computing the model")
+    return got
+
+
+def _agreement(gen: np.ndarray, peer: np.ndarray) -> float:
+    """Max over the pool of |qdd_peer - qdd_generated|_inf / max(1, |qdd_generated|_inf), both in mechdyn's
+    coordinates."""
+    return float(np.max(np.abs(peer - gen).max(axis=1) / np.maximum(1.0, np.abs(gen).max(axis=1))))
 
 
 def _timed(run: Callable[[int, int], float], npool: int, seconds: float, repeats: int) -> float:
@@ -147,6 +154,12 @@ class PeersResult:
     closed_rows: int | None = None
     pinocchio_closed_ns_per_call: float | None = None
     pinocchio_closed_instructions: float | None = None
+    # the timing programs' verified checksums (generated, Pinocchio, MuJoCo; each in its engine's coordinates), and
+    # the peers' qdd on the pool against the generated qdd in mechdyn's coordinates (_agreement): a tree without
+    # elements only (the peers' programs run neither loops nor elements)
+    checksums: tuple[float, float, float] | None = None
+    pinocchio_agreement: float | None = None
+    mujoco_agreement: float | None = None
 
     @property
     def loops(self) -> bool:
@@ -194,6 +207,13 @@ class PeersResult:
                 f"{self.pinocchio_ns_per_call / base:.1f}x {what} time",
                 f"bench: MuJoCo mj_forward  {self.mujoco_ns_per_call:10.1f} ns/call  {ins(self.mujoco_instructions)}  "
                 f"{self.mujoco_ns_per_call / base:.1f}x {what} time"]
+        if self.checksums:
+            agree = ("" if self.pinocchio_agreement is None else
+                     f"; qdd in mechdyn's coordinates against the generated: Pinocchio {self.pinocchio_agreement:.1e}, "
+                     f"MuJoCo {self.mujoco_agreement:.1e} (max scaled difference over the pool)")
+            out.append("bench: checksums (each program's, checked against its bindings) generated "
+                       + ", Pinocchio ".join(f"{x:.10g}" for x in self.checksums[:2])
+                       + f", MuJoCo {self.checksums[2]:.10g}{agree}")
         if self.loops:
             out += [f"bench: loop model: Pinocchio's ABA and MuJoCo run the spanning tree (no closures); against the "
                     f"closed-loop generated code their times are {self.pinocchio_ratio:.1f}x and "
@@ -250,6 +270,56 @@ TABLE_HEADER = ("| model | nv | generated ns | Pinocchio ns | MuJoCo ns | Pinocc
 
 CLOSED_TABLE_HEADER = ("| model | nv | closure rows | generated ns | Pinocchio ns, loops closed | Pinocchio / generated | "
                        "generated instr | Pinocchio instr | Pinocchio / generated instr |\n" + "| --- " * 9 + "|")
+
+
+# -- the real robots of example-robot-data (crosscheck bench --peers --robots) -------------------------------
+
+# label, URDF under example-robot-data's robots/ folder, floating base, mimic joints (docs/performance.md
+# "Real robots from example-robot-data"); the fixed-base ones are the arms, the derivatives' rows
+ROBOTS = (("Panda", "panda_description/urdf/panda.urdf", False, "free"),
+          ("UR5", "ur_description/urdf/ur5_robot.urdf", False, "refuse"),
+          ("xArm7", "xarm_description/urdf/xarm7.urdf", False, "refuse"),
+          ("Kinova", "kinova_description/robots/kinova.urdf", False, "refuse"),
+          ("Solo12", "solo_description/robots/solo12.urdf", True, "refuse"),
+          ("ANYmal C", "anymal_c_simple_description/urdf/anymal.urdf", True, "refuse"),
+          ("Go2", "go2_description/urdf/go2.urdf", True, "refuse"),
+          ("Talos reduced", "talos_data/robots/talos_reduced.urdf", True, "free"),
+          ("Talos full", "talos_data/robots/talos_full_v2.urdf", True, "free"),
+          ("G1", "g1_description/urdf/g1_29dof_rev_1_0.urdf", True, "refuse"))
+
+
+def robots_dir() -> Path:
+    """example-robot-data's robots/ folder (the PyPI package example-robot-data)."""
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError("--robots: the robots are the PyPI package example-robot-data's; "
+                                "pip install example-robot-data") from None
+    return Path(str(dist.locate_file("cmeel.prefix/share/example-robot-data/robots")))
+
+
+def robot_flags(path: str, floating: bool, mimic: str) -> str:
+    """The options after `crosscheck bench --peers $ROBOTS/` that give one robot's row."""
+    return path + " --floating" * floating + (" --mimic free" if mimic == "free" else "")
+
+
+ROBOTS_HEADER = ("| robot | nv | mechdyn ns | batched ns/state | Pinocchio ns | MuJoCo ns | Pinocchio / mechdyn | "
+                 "Pinocchio / batched | mechdyn instr | Pinocchio instr | MuJoCo instr | Pinocchio / mechdyn instr | "
+                 "qdd vs Pinocchio; MuJoCo | checksums mechdyn; Pinocchio; MuJoCo |\n" + "| --- " * 14 + "|")
+
+
+def robot_row(label: str, r: "PeersResult") -> str:
+    """One robot's row under ROBOTS_HEADER."""
+    agree = ("n/a" if r.pinocchio_agreement is None
+             else f"{r.pinocchio_agreement:.0e}; {r.mujoco_agreement:.0e}")
+    sums = "n/a" if r.checksums is None else "; ".join(f"{x:.9g}" for x in r.checksums)
+    return (f"| {label} | {r.nv} | {r.ns_per_call:.1f} | {r.batch_ns_per_state:.1f} | {r.pinocchio_ns_per_call:.1f} | "
+            f"{r.mujoco_ns_per_call:.1f} | {r.pinocchio_ratio:.1f} | "
+            f"{r.pinocchio_ns_per_call / r.batch_ns_per_state:.1f} | {_count(r.instructions)} | "
+            f"{_count(r.pinocchio_instructions)} | {_count(r.mujoco_instructions)} | "
+            f"{_times(_ratio(r.pinocchio_instructions, r.instructions))} | {agree} | {sums} |")
 
 
 def spanning_tree(model: Model) -> Model:
@@ -315,13 +385,24 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
         def mj_cmd(ncalls: int, reps: int) -> list:
             return [mj_exe, t / "mj.xml", t / "mj.bin", POOL, ncalls, reps]
 
-        _verify(model, "Pinocchio", pint.expected(pm, pool_states, False), lambda n: _run_program(pin_cmd(n, 1, 0)))
+        pin_qdd, mj_qdd = pint.expected(pm, pool_states, False), mjt.expected(mm, pool_states)
+        gen_qdd = dyn.forward_batch(*arrays[:4], arrays[4] if dyn.nact else None)
+        sums = (_verify(model, "generated", gen_qdd,
+                        lambda n: "0 " + _run_program([gen_exe, dyn.library, t / "gen.bin", POOL, n])),
+                _verify(model, "Pinocchio", pin_qdd, lambda n: _run_program(pin_cmd(n, 1, 0))),
+                _verify(model, "MuJoCo", mj_qdd, lambda n: _run_program(mj_cmd(n, 1))))
         if model.loops:
             _verify(model, "Pinocchio (loops closed)", pint.expected(pm, pool_states, True),
                     lambda n: _run_program(pin_cmd(n, 1, 2)))
-        _verify(model, "MuJoCo", mjt.expected(mm, pool_states), lambda n: _run_program(mj_cmd(n, 1)))
-        _verify(model, "generated", dyn.forward_batch(*arrays[:4], arrays[4] if dyn.nact else None),
-                lambda n: "0 " + _run_program([gen_exe, dyn.library, t / "gen.bin", POOL, n]))
+        agree: tuple[float | None, float | None] = (None, None)
+        if not (model.loops or model.drivers or model.tsdas or model.rsdas or model.tracks or model.ground):
+            from mechdyn.export import mjcf as mjcf_export
+            from mechdyn.export import urdf as urdf_export
+
+            agree = (_agreement(gen_qdd, np.array([urdf_export.from_pinocchio_v(model, pm.layout, a)
+                                                   for a in pin_qdd])),
+                     _agreement(gen_qdd, np.array([mjcf_export.from_mujoco_qacc(model, mm.layout, s.q, s.qd, a)
+                                                   for s, a in zip(pool_states, mj_qdd)])))
         pin_ns = {conv: _timed(lambda n, r: float(_run_program(pin_cmd(n, r, conv)).split()[0]), POOL, seconds, repeats)
                   for conv in (0, 1)}
         conv = min(pin_ns, key=pin_ns.get)
@@ -343,7 +424,7 @@ def bench_peers(dyn: Dynamics, repeats: int = 7, seconds: float = 0.02, seed: in
                    callgrind_instructions(pin_cmd(n, 1, 2), "peer_loop_closed", n) if model.loops else None]
     return PeersResult(model.name, dyn.nq, dyn.nv, dyn.flops, gen, pin_ns[conv], mj_ns, *ins[:3],
                        ("local", "world")[conv], tree.flops if tree else None, tree_ns, ins[3], batched,
-                       model.nc if model.loops else None, closed_ns, ins[4])
+                       model.nc if model.loops else None, closed_ns, ins[4], sums, *agree)
 
 
 # -- the derivatives side by side with Pinocchio's (crosscheck bench --peers --derivatives) ------------------

@@ -5,6 +5,7 @@
     crosscheck pinocchio <model> [--derivatives] [--trials N] [--seed S] [--json]
     crosscheck mujoco <model> [--linearize [--eps E]] [--trials N] [--seed S] [--json]
     crosscheck bench <model> [--peers [--derivatives]] [--unturned] [--repeats N] [--json]
+    crosscheck bench --peers [--derivatives] --robots [--repeats N] [--json]
     crosscheck suspension [MODEL] [--travel M] [--points N] [--plot FILE] [--old-axes] [--json]
     crosscheck chrono-rig [--inputs FILE] [--time T] [--dt DT] [--plot PNG] [--json]
     crosscheck randmodel SEED [--bodies N] [--floating] [--loops N] [--aligned] [-o FILE]
@@ -26,7 +27,7 @@ from pathlib import Path
 from crosscheck.checks import Check
 from crosscheck.report import DEFAULT_FACTOR
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, add_model_argument, atomic_write, float_range,
-                             int_range, model_of, output_file, positive_float, run, seed, sim_steps, trials)
+                             int_range, load_model, model_of, output_file, positive_float, run, seed, sim_steps, trials)
 from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.errors import clip, listed
 
@@ -182,6 +183,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from crosscheck.pinocchio.derivatives import why_not
     from mechdyn.dynamics import Dynamics
 
+    if args.robots:
+        return _bench_robots(args)
+    if args.model is None:
+        raise InputError("bench: name a model, or add --peers --robots")
     model = model_of(args)
     if args.unturned:
         from crosscheck.randmodel import unturned
@@ -197,6 +202,40 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         res = bench_peers(dyn, repeats=args.repeats) if args.peers else bench_dense(dyn, repeats=args.repeats)
     print(json.dumps(res.as_dict(), indent=2) if args.json else "\n".join(res.lines()))
+    return EXIT_PASS
+
+
+def _bench_robots(args: argparse.Namespace) -> int:
+    """bench --peers [--derivatives] --robots: the robots of example-robot-data one after the other (the arms
+    only with --derivatives), as the rows of docs/performance.md's table."""
+    from crosscheck.bench import (DERIVS_TABLE_HEADER, ROBOTS, ROBOTS_HEADER, bench_derivatives, bench_peers,
+                                  robot_flags, robot_row, robots_dir)
+    from mechdyn.dynamics import Dynamics
+
+    if not args.peers or args.model is not None or args.unturned or args.floating or args.mimic != "refuse":
+        raise InputError("bench --robots: takes --peers [--derivatives] [--repeats N] [--json] and no model")
+    try:
+        root = robots_dir()
+    except FileNotFoundError as e:
+        raise InputError(str(e)) from None
+    rows: list[dict] = []
+    if not args.json:
+        print(DERIVS_TABLE_HEADER if args.derivatives else ROBOTS_HEADER, flush=True)
+    for label, path, floating, mimic in ROBOTS:
+        if args.derivatives and floating:
+            continue
+        dyn = Dynamics(load_model(str(root / path), floating, mimic), progress=True)
+        if args.derivatives:
+            res = bench_derivatives(dyn, repeats=args.repeats)
+            line = res.table_row().replace(f"| {res.model} |", f"| {label} |", 1)
+        else:
+            res = bench_peers(dyn, repeats=args.repeats)
+            line = robot_row(label, res)
+        rows.append(res.as_dict() | {"robot": label, "args": robot_flags(path, floating, mimic)})
+        if not args.json:
+            print(line, flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
     return EXIT_PASS
 
 
@@ -502,11 +541,18 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--eps", type=positive_float, metavar="E", help="with --linearize, MuJoCo's centered-difference "
                    "step (default 1e-6)")
     b = sub.add_parser("bench", help="time the generated forward dynamics beside the dense reference or the peers",
+                       formatter_class=_Formatter,
+                       epilog="examples:\n  crosscheck bench elbow\n  crosscheck bench --peers stanford\n"
+                       "  R=$(python -c 'import importlib.metadata as m; print(m.distribution(\"example-robot-data\")"
+                       ".locate_file(\"cmeel.prefix/share/example-robot-data/robots\"))')\n"
+                       "  crosscheck bench --peers $R/talos_data/robots/talos_reduced.urdf --floating --mimic free\n"
+                       "  crosscheck bench --peers --robots          # docs/performance.md's real-robot table\n"
+                       "  crosscheck bench --peers --derivatives --robots   # the arms' derivatives\n",
                        description="Time fwd_dyn in a C loop over a pool of 256 random states (minimum over "
                        "repeats, with a running checksum), fwd_dyn_batch, and the dense reference on the same "
                        "states. Reports ns/call, the speedup and the generated code's flop count (mechdyn bench: "
                        "the generated code alone).")
-    add_model_argument(b)
+    add_model_argument(b, nargs="?")
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
     b.add_argument("--peers", action="store_true", help="instead, time the generated code, Pinocchio's ABA "
                    "(exported URDF) and MuJoCo's mj_forward (exported MJCF) side by side, each in a compiled loop "
@@ -518,6 +564,10 @@ def parser() -> argparse.ArgumentParser:
                    "spanning tree), "
                    "each in a compiled loop over the same 256 states with a checksum check, with instructions per "
                    "call, the derivatives' cost over fwd_dyn's and their agreement with Pinocchio")
+    b.add_argument("--robots", action="store_true", help="with --peers and no model, the ten robots of the PyPI "
+                   "package example-robot-data one after the other (Panda, UR5, xArm7, Kinova on fixed bases; Solo12, "
+                   "ANYmal C, Go2, Talos reduced and full, G1 floating; mimic joints free), printed as the rows of "
+                   "docs/performance.md's table; with --derivatives, the four arms' derivatives")
     b.add_argument("--unturned", action="store_true", help="bench the model with every body frame turned onto "
                    "the base's axes at the design pose (crosscheck/randmodel.py unturned): the same mechanism "
                    "written without turned joint frames, the baseline of a turned-frame model's figures")
@@ -647,3 +697,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     sys.exit(run(parser, argv))
+
+
+if __name__ == "__main__":
+    main()

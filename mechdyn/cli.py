@@ -1084,3 +1084,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     sys.exit(run(parser, argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -41,7 +41,7 @@ class PinModel:
     model: Model
     pmodel: "pin.Model"
     data: "pin.Data"
-    layout: dict[str, tuple[int, int]]  # body name -> (idx_q, idx_v)
+    layout: dict[str, tuple[int, int, int]]  # body name -> (idx_q, idx_v, nq)
     joint: list[int]  # mechdyn body index -> Pinocchio joint id
     poi_frame: list[int]  # POI index -> frame id
     anchor_frames: list[tuple[int, int]]  # loop index -> (pred anchor frame, succ anchor frame)
@@ -141,7 +141,7 @@ def element_forces(pm: PinModel, qp: np.ndarray, vp: np.ndarray, act: np.ndarray
         dJ = pin.getFrameJacobian(pmod, data, fb, LWA)[:3] - pin.getFrameJacobian(pmod, data, fa, LWA)[:3]
         Q -= f * (dJ.T @ u)
     for e in model.rsdas:
-        jq, jv = pm.layout[model.bodies[e.body].name]
+        jq, jv = pm.layout[model.bodies[e.body].name][:2]
         Q[jv] += -e.k * (qp[jq] - e.q0) - e.c * vp[jv] + (a[e.act] if e.act >= 0 else 0.0)
     return Q
 

@@ -108,3 +108,35 @@ def test_bench_peers_closes_a_loop_models_loops_in_pinocchio_too(tmp_path, monke
     monkeypatch.setattr(pint, "expected", lambda pm, pool, closed: expected(pm, pool, False))
     with pytest.raises(RuntimeError, match=r"Pinocchio \(loops closed\)'s timing program .* is not computing"):
         bench_peers(dyn, repeats=1, seconds=0.005, count=False)
+
+
+@PINOCCHIO_TIMING
+def test_bench_peers_on_an_imported_urdf_checks_the_engines_agree():
+    """A real robot (example-robot-data's UR5, one row of `crosscheck bench --peers --robots`): each timing
+    program's checksum is verified, and the peers' qdd agree with the generated code's on the pool; on a fixed
+    arm the three engines share the coordinates, so the three checksums agree too."""
+    from crosscheck.bench import ROBOTS, ROBOTS_HEADER, robot_row, robots_dir
+    from mechdyn.dynamics import Dynamics
+    from mechdyn.imports import import_model
+
+    try:
+        root = robots_dir()
+    except FileNotFoundError:
+        pytest.skip("the PyPI package example-robot-data is not installed")
+    label, path, floating, mimic = ROBOTS[1]
+    from crosscheck.bench import bench_peers
+
+    res = bench_peers(Dynamics(import_model(root / path, floating=floating, mimic=mimic)), repeats=1,
+                      seconds=0.005, count=False)
+    assert res.pinocchio_agreement < 1e-9 and res.mujoco_agreement < 1e-6
+    gen, pin, mj = res.checksums
+    assert abs(pin - gen) < 1e-9 * abs(gen) and abs(mj - gen) < 1e-6 * abs(gen)
+    assert robot_row(label, res).count("|") == ROBOTS_HEADER.splitlines()[0].count("|")
+
+
+def test_bench_robots_takes_no_model(capsys):
+    from crosscheck.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--peers", "--robots", "elbow"])
+    assert e.value.code == 2 and "no model" in capsys.readouterr().err
