@@ -68,3 +68,49 @@ def test_generated_code_names_its_moved_frames():
     from mechdyn.codegen.generate import generate
     assert "upper_arm -0.2435 m along y, forearm -0.1501 m along y." in generate(load_model("elbow")).source
     assert " *   none.\n" in generate(load_model("threelink")).source
+
+
+def _three_hinge_chain(links: int) -> str:
+    """A floating trunk and `links` bodies below it, each hung on three massless frames turning about z, y and x
+    at one point (MJCF's several joints on one body, imported as a chain of massless parts)."""
+    text, parent = ("body trunk\n  parent base\n  joint floating\n  mass 5\n  inertia 0.1 0.2 0.25 0 0 0\nend\n",
+                    "trunk")
+    for k in range(links):
+        for axis in "zyx":
+            name = f"link{k}_{axis}"
+            text += (f"body {name}\n  parent {parent}\n  joint revolute {axis}\n"
+                     + ("  xtree 0 0 -0.3\n" if axis == "z" else "") + "  mass 0\n  inertia 0 0 0 0 0 0\nend\n")
+            parent = name
+        text += (f"body link{k}\n  parent {parent}\n  joint revolute y\n  xtree 0.05 0 0\n  mass 1\n"
+                 "  cg 0 0.01 -0.15\n  inertia 0.01 0.011 0.002 0 0 0\nend\n")
+        parent = f"link{k}"
+    return text
+
+
+def test_frame_search_windows_keep_what_a_massless_body_carries(monkeypatch):
+    """A window cut off below a massless frame would count a zero pivot and refuse the model (it refused
+    dm_control's humanoid_CMU and dog, and human.urdf on a floating base): the windows keep a massless body's
+    children, and the model generates and agrees with the dense reference. Planted: the windows of radius alone."""
+    from crosscheck.dense import forward_model
+    from mechdyn.codegen import aba
+    from mechdyn.codegen.expr import GenerationError
+    from mechdyn.core.parse import parse
+    model = parse(_three_hinge_chain(2), name="hinges")
+    dyn = mechdyn.load(model)
+    worst = max(scaled_error(dyn.forward(s.q, s.qd, s.tau), forward_model(model, s.q, s.qd, s.tau))
+                for s in states(model, 100, 0))
+    assert worst < 1e-9, worst  # the gen_vs_dense gate: three hinges at a point come near gimbal lock
+
+    def radius_only(m, i, radius):
+        near, edge = {i}, {i}
+        for _ in range(radius):
+            edge = {j for k in edge for j in (m.bodies[k].parent, *(c for c, bd in enumerate(m.bodies)
+                                                                     if bd.parent == k))} - near - {-1}
+            near |= edge
+        return sorted(near)
+
+    aligned = frames.align(model)
+    frames.shifts(aligned, aba.tree_passes)  # the articulated-body count divides by each joint's pivot
+    monkeypatch.setattr(frames, "neighbourhood", radius_only)
+    with pytest.raises(GenerationError, match="structural zero"):
+        frames.shifts(aligned, aba.tree_passes)
