@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mechdyn.core.model import BASE, Loop, Model
+from mechdyn.core.spatial import cross as cross3  # numeric, at generation time
 
 from .elements import path_row
 from .frames import triads
@@ -79,7 +80,7 @@ def point_in(b: Builder, kin: TreeKinematics, acc: Acc, F: int, body: int, local
     w, al = motion(kin, acc, body)
     aO = acc[body][1]
     p = [float(x) for x in local]
-    ww_p = quadratic(b, lambda u: np.cross(u, np.cross(u, p)), w, lambda u: cross(b, u, cross(b, u, p)))
+    ww_p = quadratic(b, lambda u: cross3(u, cross3(u, p)), w, lambda u: cross(b, u, cross(b, u, p)))
     return (*kin.point(body, p, F), mtv(b, E, vadd(b, aO, vadd(b, cross(b, al, p), ww_p))))
 
 

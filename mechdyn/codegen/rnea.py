@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from mechdyn.core.model import BASE, Body
+from mechdyn.core.spatial import cross as cross3  # numeric, at generation time
 
 from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
@@ -55,8 +56,8 @@ def body_force(b: Builder, bd: Body, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
     Ic and a CG on an axis make sparse."""
     m, c = float(bd.mass), np.array(bd.cg, dtype=float)
     Ic = np.array(bd.inertia, dtype=float)
-    ww_c = quadratic(b, lambda u: np.cross(u, np.cross(u, c)), w, lambda u: cross(b, u, cross(b, u, list(c))))
-    gyro = quadratic(b, lambda u: np.cross(u, Ic @ u), w, lambda u: cross(b, u, mv(b, Ic.tolist(), u)))
+    ww_c = quadratic(b, lambda u: cross3(u, cross3(u, c)), w, lambda u: cross(b, u, cross(b, u, list(c))))
+    gyro = quadratic(b, lambda u: cross3(u, Ic @ u), w, lambda u: cross(b, u, mv(b, Ic.tolist(), u)))
     aC = vadd(b, aO, vadd(b, cross(b, al, list(c)), ww_c))
     F = scale(b, m, aC)
     n = vadd(b, vadd(b, mv(b, Ic.tolist(), al), gyro), cross(b, list(c), F))
@@ -90,7 +91,7 @@ def accelerations(b: Builder, kin: TreeKinematics, i: int, al_p: Vec3, aO_p: Vec
     rdot = mtv(b, X.E, vJ[3:])  # the prismatic slide rate in parent coordinates (zero for revolute)
     if all(isinstance(x, float) for x in X.r):  # a fixed offset: ω_p × (ω_p × r) in the parent's monomials
         r = np.array(X.r)
-        centripetal = quadratic(b, lambda u: np.cross(u, np.cross(u, r)), w_p, lambda u: cross(b, u, cross(b, u, X.r)))
+        centripetal = quadratic(b, lambda u: cross3(u, cross3(u, r)), w_p, lambda u: cross(b, u, cross(b, u, X.r)))
     else:
         centripetal = cross(b, w_p, cross(b, w_p, X.r))
     inner = vadd(b, vadd(b, aO_p, cross(b, al_p, X.r)), vadd(b, centripetal, cross(b, w_p, scale(b, 2.0, rdot))))
