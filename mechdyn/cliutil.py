@@ -116,7 +116,7 @@ def add_model_argument(p: argparse.ArgumentParser, **kw) -> None:
 
 def load_model(spec: str, floating: bool = False, mimic: str = "refuse") -> Model:
     """mechdyn.core.parse.load_model, with a file that exists but cannot be read named in an InputError."""
-    from mechdyn.core.parse import load_model as load
+    from mechdyn.imports import load_model as load
 
     try:
         return load(spec, floating, mimic)

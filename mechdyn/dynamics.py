@@ -27,7 +27,7 @@ from mechdyn.core import motion
 from mechdyn.core.loops import close_loops, project_qd, reach_fault
 from mechdyn.core.model import Model
 from mechdyn.core.motion import Motion
-from mechdyn.core.parse import load_model
+from mechdyn.imports import load_model
 
 # | |Q| - 1 | allowed for a floating body's quaternion. The exact drift keeps mechdyn's own trajectories within
 # ~1e-14 of unit norm (tests/test_api_safety.py measures it), and a quaternion off by 1e-9 scales its rotation

@@ -1056,16 +1056,12 @@ def _closed(model: Model, q: np.ndarray) -> np.ndarray:
                         f"can meet ({hint})") from None
 
 
-def load_model(spec: str | os.PathLike[str], floating: bool = False, mimic: str = "refuse") -> Model:
-    """Load a `.mech` file, a URDF or MJCF file (mechdyn.imports; `floating` and `mimic` as there), or a model of
-    the repository's models/ directory by bare name."""
+def load_model(spec: str | os.PathLike[str]) -> Model:
+    """Load a `.mech` file, or a model of the repository's models/ directory by bare name (URDF and MJCF files:
+    mechdyn.imports.load_model)."""
     from .errors import capped, listed
 
     given = Path(spec)
-    if given.is_file() and given.suffix.lower() in (".urdf", ".xml", ".mjcf"):
-        from mechdyn.imports import import_model  # here: a .mech load needs no importer
-
-        return import_model(spec, floating, mimic)
     if given.is_file():
         return _load(given, str(spec))
     named = MODELS_DIR / f"{spec}.mech"

@@ -2,6 +2,7 @@
 as `.mech` text, which the ordinary parser loads (docs/import.md)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from mechdyn.core.model import Model
@@ -33,3 +34,10 @@ def import_text(path: str | Path, floating: bool = False, mimic: str = "refuse")
 def import_model(path: str | Path, floating: bool = False, mimic: str = "refuse") -> Model:
     """The model of a URDF or MJCF file (import_text without the text)."""
     return import_text(path, floating, mimic)[0]
+
+
+def load_model(spec: str | os.PathLike[str], floating: bool = False, mimic: str = "refuse") -> Model:
+    """A model by name in models/, or from a `.mech`, URDF or MJCF file (`floating` and `mimic` as import_text)."""
+    from mechdyn.core.parse import load_model as load_mech
+
+    return import_model(spec, floating, mimic) if is_foreign(spec) and Path(spec).is_file() else load_mech(spec)

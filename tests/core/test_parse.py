@@ -798,8 +798,8 @@ def test_model_not_found_lists_a_few_names(tmp_path, monkeypatch):
     with pytest.raises(ModelNotFound) as e:
         load_model("modl07" + "z" * 200)
     assert len(str(e.value)) <= 300
-    assert re.fullmatch(r"no model file or model name 'modl07z+…\[143 more\]…z+'; expected a path to a \.mech "
-                        r"file or one of: model00, model01, .*, model07 and 32 others", str(e.value)), str(e.value)
+    assert re.fullmatch(r"no model file or model name 'modl07z+…\[143 more\]…z+'; expected a path to a \.mech, "
+                        r"\.urdf or MJCF \.xml file or one of: model00, model01, .*, model07 and 32 others", str(e.value)), str(e.value)
 
 
 # ---------------------------------------------------------------- load_model
