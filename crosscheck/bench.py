@@ -27,6 +27,7 @@ from mechdyn.codegen import flags
 from mechdyn.codegen.cache import compiled
 from mechdyn.codegen.capi import DERIV_FUNCTION, FUNCTION
 from mechdyn.core.model import Model
+from mechdyn.core.sample import scaled_error
 from mechdyn.dynamics import Derivatives, Dynamics
 
 
@@ -118,9 +119,9 @@ def _verify(model: Model, engine: str, qdd: np.ndarray, run: Callable[[int], str
 
 
 def _agreement(gen: np.ndarray, peer: np.ndarray) -> float:
-    """Max over the pool of |qdd_peer - qdd_generated|_inf / max(1, |qdd_generated|_inf), both in mechdyn's
+    """The largest scaled error of the peer's qdd against the generated over the pool, both in mechdyn's
     coordinates."""
-    return float(np.max(np.abs(peer - gen).max(axis=1) / np.maximum(1.0, np.abs(gen).max(axis=1))))
+    return max(scaled_error(p, g) for p, g in zip(peer, gen))
 
 
 def _timed(run: Callable[[int, int], float], npool: int, seconds: float, repeats: int) -> float:
@@ -289,15 +290,13 @@ ROBOTS = (("Panda", "panda_description/urdf/panda.urdf", False, "free"),
 
 
 def robots_dir() -> Path:
-    """example-robot-data's robots/ folder (the PyPI package example-robot-data)."""
-    import importlib.metadata
+    """example-robot-data's robots/ folder (crosscheck.robots), or FileNotFoundError naming the package."""
+    from crosscheck.robots import robots_dir as found
 
-    try:
-        dist = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
+    if (path := found()) is None:
         raise FileNotFoundError("--robots: the robots are the PyPI package example-robot-data's; "
-                                "pip install example-robot-data") from None
-    return Path(str(dist.locate_file("cmeel.prefix/share/example-robot-data/robots")))
+                                "pip install example-robot-data")
+    return path
 
 
 def robot_flags(path: str, floating: bool, mimic: str) -> str:

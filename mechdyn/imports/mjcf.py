@@ -20,7 +20,8 @@ are shifted by the same qpos0. A free joint's qpos [r, w x y z] and qvel [ṙ in
 the floating body's q [w x y z, r] and qd [ω; v in body axes] as mechdyn.export.mjcf.to_mujoco writes.
 
 Refused: ball joints (mechdyn has no spherical tree joint), flex (deformable) elements, a model with no joint;
-MuJoCo's compiler itself refuses a free joint below another body or beside another joint ("more than 6 dofs"). Listed as left out in the `.mech` header: contacts,
+MuJoCo's compiler itself refuses a free joint below another body or beside another joint ("more than 6 dofs").
+Listed as left out in the `.mech` header: contacts,
 actuators, tendons, equality constraints, joint springs, armature, damping, friction loss, limits, gravity
 compensation, fluid forces, plugins; damping, friction loss, limits and force ranges are carried as the body's
 joint info (reported, not simulated).
@@ -213,12 +214,14 @@ def read(path: str) -> Tree:
                 joints.append(Joint(jname, "revolute" if t == HINGE else "prismatic", prev, child, R, p,
                                     mj.jnt_axis[j].copy(), _info(mj, j, jname),
                                     f"{src} of {where}: {frame}anchor {vec(mj.jnt_pos[j])}, axis "
-                                    f"{vec(mj.jnt_axis[j])}" + (f", ref {q0!r} (coordinate = qpos − ref)" if q0 else ""),
+                                    f"{vec(mj.jnt_axis[j])}"
+                                    + (f", ref {q0!r} (coordinate = qpos − ref)" if q0 else ""),
                                     jline))
             prev, s_prev = child, s
         Ri = quat_to_R(mj.body_iquat[b])
         parts[last] = Part(last, float(mj.body_mass[b]), mj.body_ipos[b] - s, Ri @ np.diag(mj.body_inertia[b]) @ Ri.T,
                            source=f"{where}: compiled mass, ipos, iquat and principal inertia", line=line)
         part_of[b], shift[b] = last, s
-    return Tree(path, "MJCF", bytes(mj.names).split(b"\0", 1)[0].decode() or Path(path).stem, parts, joints, root, False,
-                gravity=np.zeros(3) if mj.opt.disableflags & GRAVITY_OFF else mj.opt.gravity.copy(), notes=_notes(mj, jnames, bnames))
+    name = bytes(mj.names).split(b"\0", 1)[0].decode() or Path(path).stem
+    gravity = np.zeros(3) if mj.opt.disableflags & GRAVITY_OFF else mj.opt.gravity.copy()
+    return Tree(path, "MJCF", name, parts, joints, root, False, gravity=gravity, notes=_notes(mj, jnames, bnames))

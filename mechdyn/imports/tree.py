@@ -144,7 +144,8 @@ def _order(tree: Tree) -> list[Joint]:
         if j.child in child_of:
             first = child_of[j.child]
             raise MechError(tree.path, j.line, f"link '{j.child}' is the child of joint '{j.name}' and of joint "
-                                               f"'{first.name}' (line {first.line}); expected a tree: one parent per link")
+                                               f"'{first.name}' (line {first.line}); expected a tree: one parent "
+                                               "per link")
         if j.child == tree.root:
             raise MechError(tree.path, j.line, f"joint '{j.name}' makes the root link '{tree.root}' a child; "
                                                "expected a tree with one root")

@@ -25,9 +25,10 @@ from .tree import Joint, Part, Tree
 MIMIC = ("refuse", "free")
 
 
-def _lines(path: str) -> tuple[dict[tuple[str, str], int], str]:
-    """The line of each link, joint and link inertial element by name, and the robot's name; malformed XML is a
-    MechError at the parser's line."""
+def _lines(path: str) -> tuple[dict[tuple[str, str], int], dict[str, dict[str, str]], str]:
+    """The line of each link, joint and link inertial element by name; each joint's origin and axis as the file
+    writes them (for the comment above its body); and the robot's name. Malformed XML is a MechError at the
+    parser's line."""
     from lxml import etree
 
     try:
@@ -40,6 +41,7 @@ def _lines(path: str) -> tuple[dict[tuple[str, str], int], str]:
     if root.tag != "robot":
         raise MechError(path, root.sourceline or 0, f"the root element is <{root.tag}>; expected <robot>")
     lines: dict[tuple[str, str], int] = {}
+    written: dict[str, dict[str, str]] = {}
     for kind in ("link", "joint"):
         for el in root.findall(kind):
             name = el.get("name")
@@ -58,22 +60,10 @@ def _lines(path: str) -> tuple[dict[tuple[str, str], int], str]:
                     if ref is None or ref.get("link") is None:
                         raise MechError(path, el.sourceline or 0, f"joint '{name}' has no <{tag} link=\"...\">; "
                                                                   f"expected one")
-                origin = el.find("origin")
-                lines["origin", name] = origin.sourceline if origin is not None else el.sourceline or 0
-    return lines, root.get("name") or Path(path).stem
-
-
-def _attr_text(path: str, joint: str) -> dict[str, str]:
-    """The joint's origin and axis as the file writes them (for the comment above its body)."""
-    from lxml import etree
-
-    el = etree.parse(path).getroot().find(f"joint[@name='{joint}']")
-    out = {}
-    for tag, attrs in (("origin", ("xyz", "rpy")), ("axis", ("xyz",))):
-        sub = el.find(tag) if el is not None else None
-        if sub is not None:
-            out[tag] = " ".join(f'{a}="{sub.get(a)}"' for a in attrs if sub.get(a) is not None)
-    return out
+                written[name] = {tag: " ".join(f'{a}="{sub.get(a)}"' for a in attrs if sub.get(a) is not None)
+                                 for tag, attrs in (("origin", ("xyz", "rpy")), ("axis", ("xyz",)))
+                                 if (sub := el.find(tag)) is not None}
+    return lines, written, root.get("name") or Path(path).stem
 
 
 def _finite(path: str, line: int, what: str, x: np.ndarray) -> np.ndarray:
@@ -119,7 +109,7 @@ def read(path: str, floating: bool = False, mimic: str = "refuse") -> Tree:
     """The URDF file at `path` as a Tree; `floating` adds a free joint at the root link."""
     import yourdfpy
 
-    lines, robot_name = _lines(path)
+    lines, written, robot_name = _lines(path)
     logging.getLogger("yourdfpy").setLevel(logging.ERROR)  # it logs, rather than raises, what it skips
     try:
         robot = yourdfpy.URDF.load(path, build_scene_graph=False, load_meshes=False,
@@ -152,7 +142,7 @@ def read(path: str, floating: bool = False, mimic: str = "refuse") -> Tree:
             axis = _finite(path, line, f"the axis of joint '{j.name}'", j.axis if j.axis is not None else [1, 0, 0])
             if not np.linalg.norm(axis) > 0:
                 raise MechError(path, line, f"joint '{j.name}' has axis 0 0 0; expected a nonzero axis")
-        text = _attr_text(path, j.name)
+        text = written.get(j.name, {})
         source = (f"joint {j.name} ({j.type}, line {line}): origin {text.get('origin', '(none)')}"
                   + (f", axis {text.get('axis', '(none: 1 0 0)')}" if kind in ("revolute", "prismatic") else ""))
         joints.append(Joint(j.name, kind, j.parent, j.child, T[:3, :3].copy(), T[:3, 3].copy(), axis,
@@ -167,4 +157,5 @@ def read(path: str, floating: bool = False, mimic: str = "refuse") -> Tree:
 def _check_angles(path: str, line: int, name: str, R: np.ndarray) -> None:
     """A rotation matrix from the file's rpy must be orthonormal to round-off (a huge angle is not)."""
     if not np.allclose(R @ R.T, np.eye(3), atol=1e-9) or not math.isclose(np.linalg.det(R), 1.0, abs_tol=1e-9):
-        raise MechError(path, line, f"the origin rpy of joint '{name}' does not give a rotation; expected finite angles")
+        raise MechError(path, line, f"the origin rpy of joint '{name}' does not give a rotation; expected finite "
+                                    "angles")
