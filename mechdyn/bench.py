@@ -387,8 +387,9 @@ class ContactSimBench:
         the clock reads' overhead (spread evenly over the reads, each charged to the stage its lap ends). The
         fractions add up to 1 by construction."""
         total, o = sum(self.stages.values()), self.clock_overhead
-        laps = {"integration": self.clock_reads - 4}  # the drifts: one lap (Euler) or two (Verlet) a step
-        return {k: s / total * (1 + o) - o * laps.get(k, 1) / self.clock_reads for k, s in self.stages.items()}
+        ran = [k for k, s in self.stages.items() if k != "integration" and s > 0]  # a stage never timed: no lap
+        laps = {k: 1 for k in ran} | {"integration": self.clock_reads - len(ran)}  # the drifts: one or two a step
+        return {k: s / total * (1 + o) - o * laps.get(k, 0) / self.clock_reads for k, s in self.stages.items()}
 
     def as_dict(self) -> dict:
         return asdict(self) | {"us_per_step": self.us_per_step, "realtime_factor": self.realtime_factor,
@@ -452,7 +453,7 @@ def bench_contact_sim(dyn: Dynamics, dt: float | None = None, simulated: float =
             bar.update()
     return ContactSimBench(dyn.model.name, dt, how, lead_in, steps * dt, steps, stride, steps // stride,
                            best["rec"] - best["none"], best["bare"] - best["none"], best["timed"] - best["none"],
-                           best["wall"], dict(zip(STAGES, laps.sum(axis=0).tolist())), chunk, 6, repeats,
+                           best["wall"], dict(zip(STAGES, laps.sum(axis=0).tolist())), chunk, 6 + bool(sim.contact.ntire), repeats,
                            (load0, os.getloadavg()[0]))
 
 

@@ -131,6 +131,7 @@ class Dynamics:
         if self.ndriver != len(model.drivers):
             raise RuntimeError(f"compiled module {self.library} does not match model {model.name}'s drivers")
         self._motions = [d.motion for d in model.drivers]
+        self._reached: dict[int, tuple[float, float]] = {}  # per driver: the offsets whose loops were seen to close
 
     @property
     def ffi(self):
@@ -297,10 +298,14 @@ class Dynamics:
         if not isinstance(m, Motion):
             raise ValueError(f"expected a mechdyn.core.motion.Motion for driver '{name}', got {type(m).__name__}")
         if self.model.loops:
-            why = reach_fault(self.model, self.model.q0(), self.model.driven, self.model.qidx[self.model.drivers[k].body],
-                              motion.reach(m))
-            if why:
-                raise ValueError(f"driver '{name}' ({m.describe()}) is out of its joint's reach: {why}")
+            offsets = motion.reach(m)
+            lo, hi = self._reached.get(k, (0.0, 0.0))
+            if not lo <= min(offsets) <= max(offsets) <= hi:  # the check closes the loops at the motion's extremes
+                why = reach_fault(self.model, self.model.q0(), self.model.driven,
+                                  self.model.qidx[self.model.drivers[k].body], offsets)
+                if why:
+                    raise ValueError(f"driver '{name}' ({m.describe()}) is out of its joint's reach: {why}")
+                self._reached[k] = (min(lo, *offsets), max(hi, *offsets))
         self._motions[k] = m
 
     def drive(self, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -311,16 +316,19 @@ class Dynamics:
 
     def driven_state(self, q, qd, t: float = 0.0, act=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(q, qd, act) at time t with each driven coordinate, rate and act slot set by its schedule, and the other
-        coordinates moved onto the loops (nearest in velocity space, the driven ones held)."""
+        coordinates moved onto the loops (nearest in velocity space, the driven ones held) when a driven one moved."""
         m = self.model
         q = np.array(real_array("q", q, (self.nq,)))
         qd = np.array(real_array("qd", qd, (self.nv,)))
         act = np.zeros(self.nact) if act is None else np.array(real_array("act", act, (self.nact,)))
         f, fd, fdd = self.drive(t)
         q0 = m.q0()
+        moved = False
         for d, x, xd, xdd in zip(m.drivers, f, fd, fdd):
-            q[m.qidx[d.body]], qd[m.vidx[d.body]], act[d.act] = q0[m.qidx[d.body]] + x, xd, xdd
-        if m.loops:
+            iq, iv = m.qidx[d.body], m.vidx[d.body]
+            moved |= abs(q0[iq] + x - q[iq]) > 1e-12 * max(1.0, abs(q[iq])) or abs(xd - qd[iv]) > 1e-12 * max(1.0, abs(xd))
+            q[iq], qd[iv], act[d.act] = q0[iq] + x, xd, xdd
+        if m.loops and moved:  # a state already on its schedule (a run carried on) is left where the stepping put it
             q = close_loops(m, q, m.driven)
             qd = project_qd(m, q, qd, held=m.driven)
         return q, qd, act

@@ -1,4 +1,4 @@
-"""The contact producers' C (band.c, ground.c), compiled once through the shared compile cache.
+"""The contact producers' C (band.c, ground.c, tire.c), compiled once through the shared compile cache.
 
 `source()` is the text compiled and `compile(text)` builds any text of the same API, so a test can build a copy
 with a planted bug and hand it to `Contact(..., module=...)`.
@@ -12,12 +12,12 @@ from types import ModuleType
 
 from mechdyn.codegen.build import build_source
 
-_FILES = ("band.c", "ground.c")
+_FILES = ("band.c", "ground.c", "tire.c")  # tire.c reads ground.c's terrain: after it
 _API = re.compile(r"/\* API begin \*/\n(.*?)/\* API end \*/", re.S)
 
 
 def source() -> str:
-    """The producers' C, both files in one translation unit."""
+    """The producers' C, every file in one translation unit."""
     return "\n".join((Path(__file__).parent / f).read_text() for f in _FILES)
 
 
@@ -27,7 +27,7 @@ def api(text: str) -> list[str]:
 
 
 def cdef(text: str) -> str:
-    """The declarations cffi is given for the producers' C `text`: both files' API sections."""
+    """The declarations cffi is given for the producers' C `text`: every file's API section."""
     parts = api(text)
     if len(parts) != len(_FILES):
         raise ValueError(f"expected {len(_FILES)} API sections in the contact C, found {len(parts)}")

@@ -1,7 +1,7 @@
-"""The two contact force producers of a model, called with numpy arrays (docs/contact.md).
+"""The contact force producers of a model, called with numpy arrays (docs/contact.md, docs/tires.md).
 
     con = Contact(model)
-    fext = con.fext(dyn.bodies(q, qd), dt)      # (nbody, 6): band + ground; contact_fext(con, dyn, q, qd, dt)
+    fext = con.fext(dyn.bodies(q, qd), dt)      # (nbody, 6): band + ground + tires; contact_fext(con, dyn, q, qd, dt)
 
 Every entry checks what it hands to C (shapes, dtype, dt), so no input makes the C read or write out of bounds.
 """
@@ -17,6 +17,7 @@ from mechdyn.core.model import Model
 from . import native
 from .law import ContactLaw
 from .params import FACE, PIN_FRICTION, PIN_TOOTH, BandParams, GroundParams, band_params, ground_params
+from .tires import TIRE_INFO, TireParams, check_reach, model_tires
 
 ROW = 18  # doubles per body row: R (9), p, w, v
 
@@ -39,7 +40,7 @@ def _dt(dt) -> float:
 
 
 class Contact:
-    """The band and ground producers of `model` (its expanded bands, its ground), in C."""
+    """The band, ground and tire producers of `model` (its expanded bands, its ground, its tires), in C."""
 
     def __init__(self, model: Model, law: ContactLaw | None = None, module: ModuleType | None = None,
                  broadphase: bool = True) -> None:
@@ -50,9 +51,15 @@ class Contact:
         self.ground: GroundParams | None = ground_params(model, self.law)
         self.nroller = sum(len(b.rollers) for b in self.bands)
         self.ncorner = 0 if self.ground is None else 4 * len(self.ground.pad_body)
+        self.tires: tuple[TireParams, ...] = model_tires(model)
+        self.ntire = len(self.tires)
+        self.mu_road = float(model.ground.mu) if model.ground is not None else 0.0
         self._keep: list = []  # the C structs' arrays, alive as long as the structs
         self._bands_c = self._band_structs()
         self._ground_c = self._ground_struct()
+        self._tires_c = self._tire_structs()
+        if self.tires:
+            check_reach(model, self.tires, self.terrain)
 
     def _band_structs(self):
         ffi, law = self.ffi, self.law
@@ -90,6 +97,22 @@ class Contact:
         out.kn, out.cg, out.kt, out.mu = g.kn, g.cg, g.kt, g.mu
         out.v_eps, out.ramp = self.law.v_eps, self.law.ramp_depth
         out.reach = g.reach if self.broadphase else 0.0
+        return out
+
+    def _tire_structs(self):
+        out = self.ffi.new("md_tire[]", max(1, self.ntire))
+        plain = ("law", "points", "body", "r0", "width", "mu0", "rr", "dz", "d1", "d2", "r_bottom", "k_bottom", "pn",
+                 "pn_max", "kz", "cslip", "calpha", "umin", "umax")
+        for c, t in zip(out, self.tires):
+            for name in plain:
+                setattr(c, name, getattr(t, name))
+            c.axis = t.axis.tolist()
+            c.curve = list(t.curve)
+            c.vnum, c.fr_begin, c.fr_end, c.sigma0, c.sigma1 = t.vnum, t.fr_begin, t.fr_end, t.sigma0, t.sigma1
+            if t.table is not None:
+                table = self.ffi.new("double[]", t.table.ravel().tolist())
+                self._keep.append(table)
+                c.ncurve, c.table = len(t.table), table
         return out
 
     # ---- the producers
@@ -131,6 +154,44 @@ class Contact:
                                     ffi.from_buffer("double[]", fext))
         return fext, U
 
+    def _tires(self, X, dt, state, fext: np.ndarray | None = None,
+               info: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """The tires' wrenches added into fext (a fresh zero array when None) and their springs' potential; state
+        (ntire, 2) the bristles, updated in place over dt (None: zero bristles, none carried); info filled."""
+        X, dt = self._rows(X), _dt(dt)
+        fext = np.zeros((self.model.nbody, 6)) if fext is None else fext
+        if not self.ntire:
+            return fext, 0.0
+        ffi = self.ffi
+        if state is None:
+            st = ffi.NULL
+        else:
+            if not (isinstance(state, np.ndarray) and state.dtype == np.float64 and state.flags.c_contiguous
+                    and state.flags.writeable and state.shape == (self.ntire, 2)):
+                raise ValueError(f"state must be a writeable C-contiguous float64 array of shape ({self.ntire}, 2) "
+                                 "(the bristles, updated in place)")
+            st = ffi.from_buffer("double[]", state)
+        out = ffi.NULL if info is None else ffi.from_buffer("double[]", info)
+        U = self.lib.md_tire_fext(self._tires_c, self.ntire, self._ground_c, self.mu_road,
+                                  ffi.from_buffer("double[]", X), dt, st, ffi.from_buffer("double[]", fext), out)
+        return fext, U
+
+    def tire_fext(self, X, dt: float = 0.0, state: np.ndarray | None = None) -> np.ndarray:
+        """(nbody, 6) the tires' wrenches at body rows X; `state` (ntire, 2), kept by the caller, carries TMeasy's
+        low-speed bristles over dt (None: zero bristles)."""
+        return self._tires(X, dt, state)[0]
+
+    def tire_info(self, X, state: np.ndarray | None = None) -> np.ndarray:
+        """(ntire, len(TIRE_INFO)) each tire's contact, load, slips, camber and local forces at X (TIRE_INFO names
+        the columns); the bristles `state` read, not carried."""
+        info = np.zeros((self.ntire, len(TIRE_INFO)))
+        self._tires(X, 0.0, None if state is None else np.array(state, dtype=float), info=info)
+        return info
+
+    def tire_energy(self, X) -> float:
+        """The tires' vertical springs' potential, J."""
+        return self._tires(X, 0.0, None)[1]
+
     def band_fext(self, X, dt: float = 0.0) -> np.ndarray:
         """(nbody, 6) the band's wrenches at body rows X (nbody, 18), friction implicit over dt."""
         return self._band(X, dt)[0]
@@ -139,10 +200,11 @@ class Contact:
         """(nbody, 6) the ground's wrenches; `anchors` (ncorner, 4), kept by the caller, selects anchored friction."""
         return self._ground(X, dt, anchors)[0]
 
-    def fext(self, X, dt: float = 0.0, anchors: np.ndarray | None = None) -> np.ndarray:
-        """(nbody, 6) band + ground, both added into one array."""
+    def fext(self, X, dt: float = 0.0, anchors: np.ndarray | None = None,
+             state: np.ndarray | None = None) -> np.ndarray:
+        """(nbody, 6) band + ground + tires, all added into one array."""
         X = self._rows(X)
-        return self._ground(X, dt, anchors, self._band(X, dt)[0])[0]
+        return self._tires(X, dt, state, self._ground(X, dt, anchors, self._band(X, dt)[0])[0])[0]
 
     def band_energy(self, X) -> float:
         """The band's contact potential (pins, teeth, guides, faces), J."""
@@ -197,7 +259,11 @@ class Contact:
             lines.append(f"ground: kn {g.kn:g} N/m, cg {g.cg:.0f} N·s/m (ζ {self.law.zeta_ground:g} on "
                          f"{g.supported_mass:.1f} kg per corner, a quarter of {self.ncorner} corners loaded), "
                          f"kt {g.kt:g}, mu {g.mu:g}")
-        return "\n".join(lines) or "no band and no ground: no contact"
+        for t in self.tires:
+            law = "TMeasy" if t.law == 0 else "Fiala"
+            lines.append(f"tire {t.name} on {self.model.bodies[t.body].name}: {law} ({t.data}), r0 {t.r0:g} m, "
+                         f"{'one point' if t.points == 1 else 'four points'}, road mu {self.mu_road:g}")
+        return "\n".join(lines) or "no band, no ground and no tire: no contact"
 
 
 def contact_fext(con: Contact, dyn, q, qd, dt: float = 0.0, anchors: np.ndarray | None = None) -> np.ndarray:

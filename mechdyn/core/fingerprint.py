@@ -14,10 +14,11 @@ from mechdyn.core.model import Model
 
 # Dataclass fields that never reach the generated C: where a model came from (messages only), a driver's
 # motion (data the steppers read at run time; the driven set is in the C, the schedule is not), and what an
-# imported file says about a joint's limits, damping and friction (reported, never simulated).
+# imported file says about a joint's limits, damping and friction (reported, never simulated), and the tires
+# (external forces, computed by the contact's C from fext).
 # tests/codegen/test_build_cache.py checks that changing them leaves the generated source unchanged, so a
 # reformatted or moved .mech file, or one whose drivers move differently, shares its module.
-PROVENANCE_FIELDS = frozenset({"path", "source", "line", "pitch_line", "motion", "info"})
+PROVENANCE_FIELDS = frozenset({"path", "source", "line", "pitch_line", "motion", "info", "tires"})
 
 
 def _feed(h: "hashlib._Hash", x: object, where: str) -> None:

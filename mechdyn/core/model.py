@@ -246,6 +246,17 @@ class Ground:
 
 
 @dataclass(frozen=True)
+class Tire:
+    """A tire on a wheel: the wheel's body (its revolute joint the spin), the tire's data file (docs/tires.md)."""
+    name: str
+    body: int
+    data: str  # the data file's path, resolved against the model file's directory
+    contact: str  # "single" or "four": Chrono's one- or four-point disc contact
+    line: int
+    data_line: int = 0  # line of the `data` key, for messages
+
+
+@dataclass(frozen=True)
 class Model:
     name: str
     path: str  # file the model came from ("<string>" when parsed from text)
@@ -260,6 +271,7 @@ class Model:
     tracks: tuple[Track, ...] = ()
     ground: Ground | None = None
     drivers: tuple[Driver, ...] = ()
+    tires: tuple[Tire, ...] = ()
     q_design: np.ndarray | None = None  # the design pose closed onto the loops, set on load
     # derived layout, filled by __post_init__
     qidx: tuple[int, ...] = field(init=False)  # first q slot of each body

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, closure, loop_of_row, project_q, reach_fault
 from . import motion
-from .model import BASE, LOOP_NC, Body, Driver, Ground, JointInfo, Loop, Model, Poi, Roller, Rsda, Track, Tsda, _frozen
+from .model import BASE, LOOP_NC, Body, Driver, Ground, JointInfo, Loop, Model, Poi, Roller, Rsda, Tire, Track, Tsda, _frozen
 from .spatial import quat_to_R, rpy_to_R, signed_permutation
 from .tracks import expand_tracks
 
@@ -460,10 +460,15 @@ _DRIVER = {
     "start": _Key("t", (1,), _nonneg(TIME), default=0.0),
     "blend": _Key("T", (1,), _positive(TIME), default=0.0),
 }
+_TIRE = {
+    "wheel": _Key("BODY", (1,), _name, required=True),
+    "data": _Key("FILE", (1,), lambda f, w: f[0], required=True),
+    "contact": _Key("single|four", (1,), _choice("single", "four"), default="single"),
+}
 _MOTIONS = ("constant", "ramp", "sine", "sweep", "table")
 _BLOCKS: dict[str, dict[str, _Key]] = {
     "body": _BODY, "loop": _LOOP, "tsda": _TSDA, "rsda": _RSDA, "track": _TRACK, "ground": _GROUND,
-    "driver": _DRIVER,
+    "driver": _DRIVER, "tire": _TIRE,
 }
 _KEYWORDS = (*_TOP, *_BLOCKS)
 
@@ -523,8 +528,8 @@ def _read(text: str, path: str) -> tuple[list[_Stmt], dict[str, tuple[Any, int]]
                     else:
                         settings[kw] = (value, ln)
                 elif kw == "end":
-                    fail("'end' outside any block; expected it to close a body, loop, tsda, rsda, track, ground or "
-                         "driver")
+                    fail("'end' outside any block; expected it to close a body, loop, tsda, rsda, track, ground, "
+                         "driver or tire")
                 else:
                     owners = [k for k, keys in _BLOCKS.items() if kw in keys]
                     if owners:
@@ -606,6 +611,7 @@ class _Builder:
         self.tracks: list[Track] = []
         self.ground: Ground | None = None
         self.drivers: list[Driver] = []
+        self.tires: list[Tire] = []
         self.nact = 0
 
     def fail(self, line: int, msg: str) -> NoReturn:
@@ -624,13 +630,16 @@ class _Builder:
         for s in self.stmts:
             if s.kind == "driver":
                 self.add_driver(s)
+        if self.tires and self.ground is None:
+            self.fail(self.tires[0].line, f"tire '{self.tires[0].name}' has no terrain to roll on; expected a "
+                                          "'ground' block (its terrain and its mu, the road's friction)")
         return Model(
             name=name, path=self.path, source=text,
             gravity=settings.get("gravity", (_DEFAULT_GRAVITY,))[0],
             stab=settings.get("stab", (_DEFAULT_STAB,))[0],
             bodies=tuple(self.bodies), pois=tuple(self.pois), loops=tuple(self.loops),
             tsdas=tuple(self.tsdas), rsdas=tuple(self.rsdas), tracks=tuple(self.tracks), ground=self.ground,
-            drivers=tuple(self.drivers),
+            drivers=tuple(self.drivers), tires=tuple(self.tires),
         )
 
     # -- helpers
@@ -895,6 +904,31 @@ class _Builder:
                                  mass=v["mass"], cg=v["cg"], inertia=v["inertia"], fext=v["fext"],
                                  rollers=rollers, pad=v["pad"], thickness=v["thickness"],
                                  kn=v["kn"], kt=v["kt"], mu=v["mu"], line=s.line, pitch_line=s.at("pitch")))
+
+    def add_tire(self, s: _Stmt) -> None:
+        self.unique(s)
+        v = s.vals
+        body = self.body_ref(v["wheel"], s.at("wheel"), f"'wheel' in {s.label}", allow_base=False)
+        b = self.bodies[body]
+        if b.joint != "revolute":
+            self.fail(s.at("wheel"), f"{s.label} is on body '{b.name}', whose joint is {b.joint}; expected a wheel "
+                                     "that spins: a body on a revolute joint about its spin axis")
+        if not b.fext:
+            self.fail(s.at("wheel"), f"{s.label} is on body '{b.name}', which lacks 'fext 1': the tire's forces "
+                                     "would be silently dropped; expected 'fext 1' in its block")
+        for t in self.tires:
+            if t.body == body:
+                self.fail(s.line, f"{s.label} is on body '{b.name}', which already has tire '{t.name}' (line "
+                                  f"{t.line}); expected one tire per wheel")
+        data = Path(v["data"])
+        if not data.is_absolute() and self.path != "<string>":
+            data = Path(self.path).resolve().parent / data
+        if not data.is_file():
+            self.fail(s.at("data"), f"{s.label}'s data file '{v['data']}' does not exist (looked for {data}); "
+                                    "expected a Chrono tire file (TMeasyTire or FialaTire JSON), relative to the "
+                                    "model file's directory")
+        self.tires.append(Tire(name=s.name, body=body, data=str(data), contact=v["contact"], line=s.line,
+                               data_line=s.at("data")))
 
     def add_ground(self, s: _Stmt) -> None:
         if self.ground is not None:

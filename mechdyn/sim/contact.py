@@ -36,41 +36,74 @@ GALPHA = 2  # step.c's scheme number of the implicit schemes (galpha and hht dif
 # the columns of step.c's recorded rows (MD_AUX)
 AUX = ("work", "wx", "wy", "wz", "fx", "fy", "fz", "jmx", "jmy", "jmz", "jx", "jy", "jz", "pin_depth", "pins",
        "face_depth", "faces", "ground_depth", "corners", "u_band", "u_ground", "u_anchor", "u_brake", "crush",
-       "work_contact")
-STAGES = ("kinematics", "band", "ground", "dynamics", "integration")
+       "work_contact", "u_tire")
+STORED = ("u_band", "u_ground", "u_anchor", "u_brake", "u_tire")  # the AUX columns of energy the contact stores
+STAGES = ("kinematics", "band", "ground", "dynamics", "integration", "tires")
 
 
 @dataclass(frozen=True)
 class Step:
-    """The step chosen by accuracy: `samples` per contact period, the shortest period of the contact laws."""
+    """The step chosen by accuracy: `samples` per contact period, the shortest period of the contact laws, or
+    for a tire's slip law SLIP_STEPS per its time constant (`period` is then that time constant) when shorter."""
     dt: float
     period: float  # s
     samples: int
     what: str  # which law's period it is
 
     def describe(self) -> str:
-        return (f"dt {self.dt:.4g} s: {self.samples} samples per contact period {1e3 * self.period:.3g} ms "
+        per = "time constant" if self.what.startswith(SLIP) else "contact period"
+        return (f"dt {self.dt:.4g} s: {self.samples} samples per {per} {1e3 * self.period:.3g} ms "
                 f"({self.what})")
 
 
+SLIP = "tire slip"
+SLIP_STEPS = 2  # steps per time constant of a tire's slip law: its damping explicit, well inside stability
+
+
 def contact_periods(con: Contact) -> dict[str, float]:
-    """2π·√(m/kn) of each contact law: a band's shoe on its kn, the ground's pad corner on its kn."""
+    """2π·√(m/kn) of each contact law: a band's shoe on its kn, the ground's pad corner on its kn, a tire's wheel
+    on its vertical stiffness."""
     out = {f"band {b.track.name}: shoe {b.track.mass:g} kg on kn {b.kn:g}": 2 * math.pi * math.sqrt(b.track.mass / b.kn)
            for b in con.bands}
-    if con.ground is not None:
+    if con.ground is not None and len(con.ground.corner_mass):
         m = float(con.ground.corner_mass.min())
         out[f"ground: pad corner {m:g} kg on kn {con.ground.kn:g}"] = 2 * math.pi * math.sqrt(m / con.ground.kn)
+    for t in con.tires:
+        m, k = con.model.bodies[t.body].mass, t.vertical_force(1e-3) / 1e-3
+        out[f"tire {t.name}: wheel {m:g} kg on {k:.4g} N/m"] = 2 * math.pi * math.sqrt(m / k)
     return out
 
 
-def accuracy_step(con: Contact, samples: int = SAMPLES) -> Step:
-    """The step of `samples` per contact period (the shortest of contact_periods)."""
+def slip_constants(con: Contact, speed: float = 0.0) -> dict[str, float]:
+    """Each TMeasy tire's slip time constant at the lowest rolling speed `speed` m/s of a run: its wheel's spin
+    inertia over the damping the law puts on it, from the slip law (dfx0 at twice the nominal load times R² over
+    the speed, no less than its blend's start fr_begin) once it is in (speed >= fr_begin), else from the bristle
+    (sigma1·R²)."""
+    out = {}
+    for t in con.tires:
+        if t.law != 0:
+            continue
+        b = con.model.bodies[t.body]
+        inertia = float(b.axis @ b.inertia @ b.axis)
+        c = t.curve[1] * t.r0**2 / speed if speed >= t.fr_begin else t.sigma1 * t.r0**2
+        out[f"{SLIP} {t.name} at {speed:g} m/s: spin {inertia:g} kg·m² on {c:.4g} N·m·s"] = inertia / c
+    return out
+
+
+def accuracy_step(con: Contact, samples: int = SAMPLES, speed: float = 0.0) -> Step:
+    """The step of `samples` per contact period (the shortest of contact_periods), or of SLIP_STEPS per a tire's
+    slip time constant at the run's lowest rolling speed `speed` (slip_constants) when that is shorter."""
     periods = contact_periods(con)
     if not periods:
-        raise ValueError(f"model '{con.model.name}' has no band and no ground: no contact period to choose a step by")
-    what, period = min(periods.items(), key=lambda kv: kv[1])
+        raise ValueError(f"model '{con.model.name}' has no band, ground pad or tire: no contact period to choose a "
+                         "step by")
     samples = integer("samples", samples, 1)
-    return Step(period / samples, period, samples, what)
+    what, period = min(periods.items(), key=lambda kv: kv[1])
+    step = Step(period / samples, period, samples, what)
+    for what, tau in slip_constants(con, real_scalar("speed", speed)).items():
+        if tau / SLIP_STEPS < step.dt:
+            step = Step(tau / SLIP_STEPS, tau, SLIP_STEPS, what)
+    return step
 
 
 @dataclass(frozen=True)
@@ -131,6 +164,7 @@ class ContactSim:
         self.predictor = bool(predictor)
         self._anchors = np.zeros((self.contact.ncorner, 4)) if anchored else None
         self._impulse, self._work_contact = np.zeros(6), np.zeros(1)
+        self._tire_state = np.zeros(max(2, 2 * self.contact.ntire))  # the tires' bristles (tire.c), carried
         self._brakes: tuple[Brake, ...] = ()
         ffi, lib = self.ffi, dyn.lib
         plant = ffi.new("md_plant *")
@@ -144,7 +178,7 @@ class ContactSim:
         self._ga = self._implicit_state()
         self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
                                                   ("Xs", 18 * dyn.nbody), ("fstat", 6 * dyn.nbody),
-                                                  ("astat", max(1, 4 * self.contact.ncorner)),
+                                                  ("astat", max(1, 4 * self.contact.ncorner)), ("tstat", max(2, 2 * self.contact.ntire)),
                                                   ("torque", max(1, self.contact.nroller)), ("tau", dyn.nv),
                                                   ("qdd", dyn.nv), ("qdm", dyn.nv))}
 
@@ -153,7 +187,8 @@ class ContactSim:
         self)."""
         ffi, nv = self.ffi, self.dyn.nv
         self._ga_arrays = {"acc": np.zeros(nv), "wrench": np.zeros(12), "J": np.zeros(nv * nv),
-                           "anchors0": np.zeros(max(1, 4 * self.contact.ncorner)), "stats": np.zeros(imp.STATS + 1)}
+                           "anchors0": np.zeros(max(1, 4 * self.contact.ncorner)),
+                           "tires0": np.zeros(max(2, 2 * self.contact.ntire)), "stats": np.zeros(imp.STATS + 1)}
         self._ga_piv = ffi.new("int[]", nv)
         G = ffi.new("md_implicit *")
         self._ga_layout = imp.fill_layout(ffi, G.plant, self.dyn)
@@ -204,6 +239,8 @@ class ContactSim:
         sc.bands, sc.nband = con._bands_c, len(con.bands)
         sc.ground = con._ground_c if con.ground is not None else ffi.NULL
         sc.anchors = ffi.NULL if self._anchors is None else ffi.from_buffer("double[]", self._anchors)
+        sc.tires, sc.ntire, sc.mu_road = con._tires_c, con.ntire, con.mu_road
+        sc.tire_state = ffi.from_buffer("double[]", self._tire_state)
         brakes = ffi.new("md_brake[]", max(1, len(self.brakes)))
         m = self.dyn.model
         for c, b in zip(brakes, self.brakes):

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Circle  # noqa: E402
 
+from .contact import STORED  # noqa: E402
 from .trace import Trace, TraceBand, meta_floats, trace_bands  # noqa: E402
 
 ROLLERS = {"drive": ("tab:red", "drive pulley"), "end": ("tab:blue", "end pulley"),
@@ -125,7 +126,7 @@ def contact_columns(tr: Trace, band: TraceBand) -> list[str]:
     if "hull" not in tr.meta:
         raise ValueError("the contact trace's preamble has no 'hull' line (the vehicle's root body)")
     return ["t", f"z:{tr.meta['hull']}", "pitch", "fz", "pin_depth", "pins", "face_depth", "faces",
-            "ground_depth", "corners", "crush", "kinetic", "potential", "u_band", "u_ground", "u_anchor", "u_brake",
+            "ground_depth", "corners", "crush", "kinetic", "potential", *STORED,
             "energy", "work", *(f"{c}:{n}" for n in (*band.shoes, *(r.name for r in band.rollers)) for c in "xyz")]
 
 
@@ -250,7 +251,7 @@ def history(tr: Trace, outdir: Path) -> Path:
                 f"(t = {t[int(np.argmax(crush))]:.3g} s; 1: crushed onto its pins)", fontsize=9)
     a = axes[3]
     E, V = df["energy"].to_numpy(), df["potential"].to_numpy()
-    contact = sum(df[c].to_numpy() for c in ("u_band", "u_ground", "u_anchor", "u_brake"))
+    contact = sum(df[c].to_numpy() for c in STORED)
     a.plot(t, E - E[0], label="E − E(0): kinetic + potential + contact springs")
     a.plot(t, df["kinetic"], label="kinetic")
     a.plot(t, V - V[0], label="gravity + model springs − at t0")

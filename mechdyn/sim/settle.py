@@ -19,7 +19,7 @@ import numpy as np
 
 from mechdyn.dynamics import Dynamics, integer, real_scalar
 
-from .contact import AUX, ContactRun, ContactSim, Step, accuracy_step
+from .contact import AUX, STORED, ContactRun, ContactSim, Step, accuracy_step
 from .energy import mechanics, total_mass
 from .gate import Gate, below
 from .implicit import Implicit
@@ -164,8 +164,7 @@ def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[li
 
     # energy: the whole budget plus the work the model's dampers and the brakes dissipated: a loss after the ramp
     # (the contact dissipates), and no single step adding much
-    E = (mech.kinetic + mech.potential + col("u_band") + col("u_ground") + col("u_anchor") + col("u_brake")
-         + col("work"))
+    E = mech.kinetic + mech.potential + sum(col(c) for c in STORED) + col("work")
     ke_scale = float(mech.kinetic.max())
     # single steps: consecutive rows one step apart (the stride-1 parts), from the ramp's end on
     one = np.flatnonzero((np.diff(run.t) < 1.5 * run.dt) & (run.t[:-1] >= run.t[ramp]))

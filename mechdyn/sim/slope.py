@@ -24,7 +24,7 @@ from mechdyn.core.integrate import quat_exp, quat_mul
 from mechdyn.core.spatial import rot_axis
 from mechdyn.dynamics import Dynamics, real_array, real_scalar
 
-from .contact import ContactRun, ContactSim, accuracy_step, sprocket_brakes
+from .contact import STORED, ContactRun, ContactSim, accuracy_step, sprocket_brakes
 from .energy import mechanics, total_mass
 from .gate import Gate, above, below
 from .implicit import Implicit
@@ -153,7 +153,7 @@ def energy_rise(model: Model, run: ContactRun) -> tuple[float, float]:
     model's springs by the numeric kinematics, energy.mechanics; the band's, ground's, anchors' and brakes'
     potentials and the dissipated work as step.c records them), J; and the run's kinetic energy scale, max T, J."""
     mech = mechanics(model, run.q, run.qd)
-    E = mech.kinetic + mech.potential + sum(run.col(c) for c in ("u_band", "u_ground", "u_anchor", "u_brake", "work"))
+    E = mech.kinetic + mech.potential + sum(run.col(c) for c in (*STORED, "work"))
     return float(np.diff(E).max()), float(mech.kinetic.max())
 
 

@@ -31,6 +31,11 @@ typedef struct {
     int nband;
     const md_ground *ground;    /* NULL: no ground */
     double *anchors;            /* the ground's anchored-friction state (ncorner × 4), NULL: regularized */
+    const md_tire *tires;       /* the tires (tire.c), on the ground's terrain */
+    int ntire;
+    double mu_road;             /* the ground's mu: the road's friction the tires scale their laws by */
+    double *tire_state;         /* the tires' carried bristles (ntire × 2, at least 2) */
+    double *tstat;              /* sim_dissipated's copy of them (ntire × 2, at least 2) */
     const md_brake *brakes;
     int nbrake;
     double ramp_band, ramp_ground;  /* s: each producer's wrenches are scaled by t / ramp until then (0: none) */
@@ -57,6 +62,7 @@ typedef struct md_implicit {
     double *J;             /* nv × nv: the iteration matrix's LU factor, kept across steps */
     int *piv;              /* nv */
     double *anchors0;      /* the anchors at the step's start (≥ 1), restored before each evaluation */
+    double *tires0;        /* the tires' bristles at the step's start (≥ 2), restored with the anchors */
     double *stats;         /* MD_GA_STATS, as galpha.c's, then the matrices built */
     long since;            /* steps since the matrix was built; < 0: none yet (a run's first call: the brakes or
                             * the step may have changed) */
@@ -65,11 +71,12 @@ typedef struct md_implicit {
     int status;            /* how the call ended: 0 done, 1 not finite, 2 Newton failed, 3 below dt_min, 4 memory */
 } md_implicit;
 
-enum { MD_AUX = 25 };  /* doubles per recorded row of aux, in this order: */
+enum { MD_AUX = 26 };  /* doubles per recorded row of aux, in this order: */
 /* work, ground wrench (6: moment about the world origin, force; the step's, as applied), ground impulse (6, since
  * the call's start plus *impulse's), pin depth, pins, face depth, faces, ground depth, corners (md_band_depth,
  * md_ground_depth), band potential, ground potential, anchor springs, brake springs (J), crush (md_band_depth's
- * fraction of the crush depth), the contact's dissipated work (J, with sc->dissipation; since *work_contact's) */
+ * fraction of the crush depth), the contact's dissipated work (J, with sc->dissipation; since *work_contact's), the
+ * tires' potential (their vertical springs and bristles, J) */
 
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
@@ -118,8 +125,24 @@ static double sim_ramp(double ramp, double t)
     return ramp > 0.0 && t < ramp ? t / ramp : 1.0;
 }
 
-/* The contact wrenches at (q, qd) and time t into sc->fext, each producer's ramped; the ground's total wrench
- * (as applied) into W. Timed as kinematics (0), band (1), ground (2). */
+/* The tires' wrenches at body rows sc->X added into sc->fext, ramped by sg, and into the terrain's wrench W: the
+ * tires' bristles carried over dt (sc->fband is their scratch). */
+static void sim_tires(const md_plant *m, const md_scene *sc, double dt, double sg, double *W)
+{
+    memset(sc->fband, 0, sizeof(double) * 6 * m->nbody);
+    md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->X, dt, sc->tire_state, sc->fband, NULL);
+    for (int i = 0; i < sc->ntire; ++i) {
+        const int b = sc->tires[i].body;
+        for (int k = 0; k < 6; ++k) {
+            const double f = sg * sc->fband[6 * b + k];
+            sc->fext[6 * b + k] += f, W[k] += f;
+        }
+    }
+}
+
+/* The contact wrenches at (q, qd) and time t into sc->fext, each producer's ramped (the tires as the ground); the
+ * terrain's total wrench (as applied: the ground's and the tires') into W. Timed as kinematics (0), band (1),
+ * ground (2), tires (5). */
 static void sim_contact(const md_plant *m, const md_scene *sc, const double *q, const double *qd, double dt, double t,
                         double *W, double *timers, double *mark)
 {
@@ -141,6 +164,10 @@ static void sim_contact(const md_plant *m, const md_scene *sc, const double *q, 
         }
     }
     sim_lap(timers, 2, mark);
+    if (sc->ntire) {
+        sim_tires(m, sc, dt, sg, W);
+        sim_lap(timers, 5, mark);
+    }
     if (sb == 1.0) {
         md_band_fext(sc->bands, sc->nband, sc->X, dt, sc->fext, sc->torque);
     } else {  /* ramping in: the band's share alone scaled, from its own array */
@@ -183,6 +210,10 @@ static double sim_dissipated(const md_plant *m, const md_scene *sc, double dt, d
             a = sc->astat;
         }
         md_ground_fext(sc->ground, sc->Xs, dt, a, sc->fstat);
+        if (sc->ntire) {
+            memcpy(sc->tstat, sc->tire_state, sizeof(double) * 2 * sc->ntire);
+            md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->Xs, dt, sc->tstat, sc->fstat, NULL);
+        }
         for (int i = 0; i < 6 * nb; ++i) sc->fstat[i] *= sg;
     }
     memset(sc->fband, 0, sizeof(double) * 6 * nb);
@@ -209,6 +240,18 @@ static double sim_brake_energy(const md_scene *sc, const double *q)
     return E;
 }
 
+/* the tires' potential at body rows sc->X: their vertical springs' (tire.c) and their bristles' springs */
+static double sim_tire_energy(const md_scene *sc)
+{
+    if (!sc->ntire) return 0.0;
+    double E = md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->X, 0.0, NULL, sc->fext, NULL);
+    for (int i = 0; i < sc->ntire; ++i) {
+        const double *b = sc->tire_state + 2 * i;
+        if (sc->tires[i].law == MD_TMEASY) E += 0.5 * sc->tires[i].sigma0 * (b[0] * b[0] + b[1] * b[1]);
+    }
+    return E;
+}
+
 /* one recorded row of aux at the state (q, qd) reached: see MD_AUX */
 static void sim_record(const md_plant *m, const md_scene *sc, const double *q, const double *qd, double w,
                        const double *W, const double *J, double *aux)
@@ -220,7 +263,7 @@ static void sim_record(const md_plant *m, const md_scene *sc, const double *q, c
     md_band_depth(sc->bands, sc->nband, sc->X, depth);
     for (int k = 0; k < 4; ++k) aux[13 + k] = depth[k];
     aux[23] = depth[4];
-    aux[17] = aux[18] = aux[19] = aux[20] = aux[21] = 0.0;
+    aux[17] = aux[18] = aux[19] = aux[20] = aux[21] = aux[25] = 0.0;
     /* the potentials, from the producers at dt 0 into the scratch fext (their forces are not used) */
     memset(sc->fext, 0, sizeof(double) * 6 * m->nbody);
     aux[19] = md_band_fext(sc->bands, sc->nband, sc->X, 0.0, sc->fext, sc->torque);
@@ -228,6 +271,7 @@ static void sim_record(const md_plant *m, const md_scene *sc, const double *q, c
         md_ground_depth(sc->ground, sc->X, aux + 17);
         aux[20] = md_ground_fext(sc->ground, sc->X, 0.0, NULL, sc->fext);
         if (sc->anchors) aux[21] = md_ground_anchor_energy(sc->ground, sc->X, sc->anchors);
+        aux[25] = sim_tire_energy(sc);
     }
     aux[22] = sim_brake_energy(sc, q);
 }
@@ -238,6 +282,22 @@ static long sim_anchor_count(const md_scene *sc)
     return sc->anchors && sc->ground ? 16L * sc->ground->npad : 0;
 }
 
+/* The carried contact state (the anchors, the tires' bristles) saved into G's copies (save 1) or restored from
+ * them (save 0) */
+static void sim_carry(const md_scene *sc, int save)
+{
+    const md_implicit *G = sc->ga;
+    const long nanch = sim_anchor_count(sc);
+    if (nanch) {
+        if (save) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
+        else memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+    }
+    if (sc->ntire) {
+        if (save) memcpy(G->tires0, sc->tire_state, sizeof(double) * 2 * sc->ntire);
+        else memcpy(sc->tire_state, G->tires0, sizeof(double) * 2 * sc->ntire);
+    }
+}
+
 /* One evaluation of the implicit step's right-hand side at the step's acceleration w->x: the state it gives
  * (ga_state), then sim_rhs there at time t with the anchors as they were at the step's start. */
 static void sim_ga_eval(const md_plant *m, const md_scene *sc, ga_work *w, double h, double t, const double *u,
@@ -245,9 +305,8 @@ static void sim_ga_eval(const md_plant *m, const md_scene *sc, ga_work *w, doubl
                         double *mark)
 {
     md_implicit *G = sc->ga;
-    const long nanch = sim_anchor_count(sc);
     ga_state(&G->plant, &G->opts, w, h, q, v, a);
-    if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+    sim_carry(sc, 0);
     sim_rhs(m, sc, q, v, h, t, u, ac, F, W, timers, mark);
 }
 
@@ -378,7 +437,6 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
     md_implicit *G = sc->ga;
     const md_ga_opts *o = &G->opts;
     const int nq = m->nq, nv = m->nv;
-    const long nanch = sim_anchor_count(sc);
     const double am = o->alpha_m, af = o->alpha_f;
     double W[6], J[6], w = *work, p0 = sim_power(m, sc, q, qd), wc = *work_contact, lastdv = 0.0, pd0 = 0.0;
     double mark = timers ? sim_now() : 0.0;
@@ -396,7 +454,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
         const double *u, *fe, *ac;
         ga_inputs(&G->plant, nsched, dt_sched, t0, tau, NULL, act, &u, &fe, &ac);
         if (m->drv) ac = md_drive(m->drv->d, m->drv->n, m->nact, t0, ac, m->drv->act, NULL, NULL);
-        if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);  /* this look leaves them as they are */
+        sim_carry(sc, 1);  /* this look leaves them as they are */
         sim_rhs(m, sc, q, qd, dt, t0, u, ac, sc->qdd, W, timers, &mark);
         G->pc = sc->dissipation ? sim_dissipated(m, sc, dt, sim_ramp(sc->ramp_ground, t0),
                                                  sim_ramp(sc->ramp_band, t0)) : 0.0;
@@ -406,7 +464,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             for (int i = 0; i < 6; ++i) G->wrench[i] = G->wrench[6 + i] = W[i];
             G->started = 1;
         }
-        if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+        sim_carry(sc, 0);
     }
     if (m->drv) pd0 = md_drive_power(m->drv->d, m->drv->n, qd, m->drv->r);
     G->pc_valid = sc->dissipation;
@@ -423,7 +481,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             gw.t1 = t + h;
             if (m->drv) ac = md_drive(m->drv->d, m->drv->n, m->nact, gw.t1, ac, m->drv->act, NULL, NULL);
             ga_save(&G->plant, &gw, q, qd, qdd_prev, G->acc);
-            if (nanch) memcpy(G->anchors0, sc->anchors, sizeof(double) * nanch);
+            sim_carry(sc, 1);
             /* the equations hold at the step's end */
             const int it = sim_ga_step(m, sc, &gw, h, t + h, u, ac, q, qd, qdd_prev, W, &lastdv, timers, &mark);
             const double err = o->adaptive && it >= 0 ? ga_error(&G->plant, o, &gw, h, qdd_prev) : 0.0;
@@ -435,7 +493,7 @@ static long sim_contact_galpha(const md_plant *m, const md_scene *sc, long nstep
             }
             if (it < 0 || !(err <= 1.0) || !ga_finite(sum)) {  /* back to the step's start */
                 ga_restore(&G->plant, &gw, q, qd, qdd_prev, G->acc);
-                if (nanch) memcpy(sc->anchors, G->anchors0, sizeof(double) * nanch);
+                sim_carry(sc, 0);
                 if (it < 0) G->since = -1;  /* a retry builds its matrix afresh */
                 if (it >= 0 && err <= 1.0) {  /* accepted but not finite */
                     G->status = 1;

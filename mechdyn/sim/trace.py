@@ -30,7 +30,7 @@ import pandas as pd
 from mechdyn.cliutil import atomic_write
 from mechdyn.core.model import Model, Roller
 
-from .contact import AUX, ContactRun, ContactSim, Step, contact_periods
+from .contact import AUX, STORED, ContactRun, ContactSim, Step, contact_periods
 from .energy import mechanics, total_mass
 
 FLOATING_Q = ("qw", "qx", "qy", "qz", "x", "y", "z")
@@ -242,8 +242,7 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
     cols |= {name: run.aux[:, k] for k, name in enumerate(AUX)}
     mech = mechanics(model, run.q, run.qd)
     cols["kinetic"], cols["potential"] = mech.kinetic, mech.potential
-    stored = ("u_band", "u_ground", "u_anchor", "u_brake")
-    cols["energy"] = mech.kinetic + mech.potential + sum(cols[c] for c in stored)
+    cols["energy"] = mech.kinetic + mech.potential + sum(cols[c] for c in STORED)
     bands = sim.contact.bands
     traced = [hull, *(r.body for b in bands for r in b.rollers),
               *(s for b in bands for s in range(b.first_shoe, b.first_shoe + b.nshoe))]

@@ -421,7 +421,7 @@ BODY_WITH = BODY_A.replace("end\n", "{}end\n")  # body a with extra lines before
 ERRORS = {
     # unknown keywords and keys
     "unknown keyword": ("bodi a   # <-\n", "unknown keyword 'bodi'; expected one of gravity, stab, poi, body, "
-                                          "loop, tsda, rsda, track, ground, driver (did you mean 'body'?)"),
+                                          "loop, tsda, rsda, track, ground, driver, tire (did you mean 'body'?)"),
     "key outside block": (BODY_A + "  mass 2   # <-\n", "'mass' outside any block; expected it inside a body or track"),
     "unknown key": (BODY_WITH.format("  mas 2   # <-\n"),
                     "unknown key 'mas' in body 'a'; expected one of parent, joint, xtree, rpy, quat, mass, cg, inertia, fext, "

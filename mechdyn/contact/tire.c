@@ -1,0 +1,347 @@
+/* The tires' forces: each wheel a disc against the ground's height field, with Project Chrono's TMeasy or Fiala
+ * handling law (docs/tires.md). Compiled after ground.c, whose terrain it reads (ground_terrain). Body rows X and
+ * fext rows as there: a wheel's row R (9, body to world), p, w, v; its wrench about the world origin. */
+#include <math.h>
+
+/* API begin */
+enum { MD_TMEASY = 0, MD_FIALA = 1 };
+enum { MD_TIRE_INFO = 20 };  /* doubles per tire of md_tire_fext's info, in this order: */
+/* in contact (0/1), depth, Fz, slip (TMeasy sx, Fiala kappa), lateral slip (TMeasy sy, Fiala alpha), camber,
+ * Fx, Fy, Mx, My, Mz (contact frame), omega, vx, vy (contact frame), P (3: the patch point), the bristle force
+ * (2: TMeasy's low-speed friction, contact frame), the potential */
+
+typedef struct {
+    int law;                /* MD_TMEASY or MD_FIALA */
+    int points;             /* 1 or 4: the contact's reference points */
+    int body;               /* the wheel's body row */
+    double axis[3];         /* the spin axis in the wheel's frame (unit); the disc's centre is the frame's origin */
+    double r0, width;       /* unloaded radius, width, m */
+    double mu0;             /* the data's friction coefficient: the road's mu scales the law by mu / mu0 */
+    double rr;              /* rolling resistance coefficient */
+    double dz;              /* vertical damping, N·s/m */
+    /* TMeasy */
+    double d1, d2;          /* vertical stiffness: Fz = d1·δ + d2·δ² */
+    double r_bottom, k_bottom;  /* bottoming: radius, stiffness past it */
+    double pn, pn_max;      /* nominal and largest load used by the curves, N */
+    double curve[26];       /* (pn, 2pn) pairs: dfx0 sxm fxm sxs fxs dfy0 sym fym sys fys nL0 sq0 sqe */
+    double vnum, fr_begin, fr_end, sigma0, sigma1;  /* low speed: slip's speed floor, the blend's speeds, bristle */
+    /* Fiala */
+    double kz;              /* linear vertical stiffness when no table */
+    int ncurve;             /* vertical table's points (0: linear) */
+    const double *table;    /* ncurve × 2: deflection, force */
+    double cslip, calpha, umin, umax;
+} md_tire;
+
+double md_tire_fext(const md_tire *t, int ntire, const md_ground *g, double mu_road, const double *X, double dt,
+                    double *state, double *fext, double *info);
+/* API end */
+
+#define TIRE_PI 3.141592653589793
+
+/* Chrono's ChFunctionSineStep from (x1, y1) to (x2, y2) at x */
+static double tire_sinestep(double x, double x1, double y1, double x2, double y2)
+{
+    if (x <= x1) return y1;
+    if (x >= x2) return y2;
+    double xx = (x - x1) / (x2 - x1);
+    return y1 + (y2 - y1) * (xx - sin(2.0 * TIRE_PI * xx) / (2.0 * TIRE_PI));
+}
+
+static double tire_dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static void tire_cross(const double *a, const double *b, double *c)
+{
+    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static void tire_unit(double *a)
+{
+    double n = sqrt(tire_dot(a, a));
+    a[0] /= n, a[1] /= n, a[2] /= n;
+}
+
+/* The terrain at (x, y): the point P on it and its unit normal n */
+static void tire_ground(const md_ground *g, double x, double y, double *P, double *n)
+{
+    double h[3], nrm[4];
+    ground_terrain(g, x, y, h);
+    ground_normal(h, nrm);
+    P[0] = x, P[1] = y, P[2] = h[0];
+    n[0] = nrm[0], n[1] = nrm[1], n[2] = nrm[2];
+}
+
+/* The contact of the disc (centre C, unit normal dn, radius r, width w) with the terrain, as Chrono's
+ * DiscTerrainCollision1pt / 4pt: the patch frame F (columns fwd, lat, n), its point P, the depth; 0 when none. */
+static int tire_contact(const md_ground *g, int points, const double *C, const double *dn, double r, double w,
+                        double *F, double *P, double *depth)
+{
+    const double up[3] = {0.0, 0.0, 1.0};
+    double df[3], dd[3], B[3], Pt[3], n[3];
+    tire_cross(dn, up, df);
+    tire_unit(df);
+    tire_cross(dn, df, dd);
+    for (int k = 0; k < 3; ++k) B[k] = C[k] + r * dd[k];  /* the disc's lowest point */
+    tire_ground(g, B[0], B[1], Pt, n);
+    if (C[2] <= Pt[2]) return 0;  /* the centre below the terrain */
+    double nd = tire_dot(n, dn);
+    for (int k = 0; k < 3; ++k) n[k] -= nd * dn[k];  /* the terrain normal projected onto the disc's plane */
+    double fwd[3], lat[3], Pp[3];
+    if (points == 1) {
+        double AB = r * sqrt(tire_dot(n, n));  /* Chrono's B = C − r·n before n is normalized */
+        tire_unit(n);
+        double d[3] = {C[0] - Pt[0], C[1] - Pt[1], C[2] - Pt[2]};
+        *depth = AB - fabs(tire_dot(d, n));
+        if (*depth <= 0.0) return 0;
+        double s = tire_dot(d, n);
+        tire_ground(g, C[0] - s * n[0], C[1] - s * n[1], Pp, n);
+        for (int k = 0; k < 3; ++k) P[k] = Pp[k];
+    } else {
+        tire_unit(n);
+        tire_cross(dn, n, fwd);
+        tire_unit(fwd);
+        tire_cross(n, fwd, lat);
+        const double dx = 0.1 * r, dy = 0.3 * w;
+        const double off[4][2] = {{dx, 0.0}, {-dx, 0.0}, {0.0, dy}, {0.0, -dy}};
+        int num = 4;
+        double sum[3] = {0.0, 0.0, 0.0};
+        *depth = 0.0;
+        for (int i = 0; i < 4; ++i) {
+            double A[3], Wv[3];
+            for (int k = 0; k < 3; ++k) A[k] = C[k] + off[i][0] * fwd[k] + off[i][1] * lat[k], Wv[k] = A[k] - C[k];
+            /* the line (A, −n) meets the circle (C, r): Chrono's LineCircleIntersection with dir −1 */
+            double b = tire_dot(n, Wv), c = tire_dot(Wv, Wv) - r * r, delta = b * b - c;
+            if (delta < 0.0) { --num; continue; }
+            double tt = -(-b + sqrt(delta)), Bp[3], d[3];
+            for (int k = 0; k < 3; ++k) Bp[k] = A[k] + tt * n[k], d[k] = A[k] - Pt[k];
+            double s = tire_dot(d, n), AB = 0.0, AP = fabs(s);
+            for (int k = 0; k < 3; ++k) AB += (Bp[k] - A[k]) * (Bp[k] - A[k]);
+            double dd_i = sqrt(AB) - AP;
+            if (dd_i <= 0.0) { --num; continue; }
+            *depth += dd_i;
+            /* Chrono queries the terrain at the projection, which also replaces n for the points after it */
+            tire_ground(g, A[0] - s * n[0], A[1] - s * n[1], Pp, n);
+            for (int k = 0; k < 3; ++k) sum[k] += Pp[k];
+        }
+        if (num == 0) return 0;
+        *depth /= num;
+        if (*depth <= 0.0) return 0;
+        tire_ground(g, sum[0] / num, sum[1] / num, P, n);
+    }
+    tire_cross(dn, n, fwd);
+    tire_unit(fwd);  /* Chrono's single point leaves |fwd| = cos(camber) here (docs/tires.md) */
+    tire_cross(n, fwd, lat);
+    for (int k = 0; k < 3; ++k) F[3 * k] = fwd[k], F[3 * k + 1] = lat[k], F[3 * k + 2] = n[k];
+    return 1;
+}
+
+/* TMeasy's interpolations over the load ratio q = Fz / pn: linear, and quadratic through 0 */
+static double tm_lin(double q, double w1, double w2) { return w1 + (w2 - w1) * (q - 1.0); }
+static double tm_quad(double q, double w1, double w2) { return q * (2.0 * w1 - 0.5 * w2 - (w1 - 0.5 * w2) * q); }
+
+/* TMeasy's combined force f at the combined slip s: the curve of initial slope df0, peak (sm, fm), sliding from
+ * (ss, fs) (Chrono's tmxy_combined) */
+static double tm_combined(double s, double df0, double sm, double fm, double ss, double fs)
+{
+    double df0loc = sm > 0.0 ? fmax(2.0 * fm / sm, df0) : 0.0;
+    if (!(s > 0.0 && df0loc > 0.0)) return 0.0;
+    if (s > ss) return fs;
+    if (s < sm) {
+        double p = df0loc * sm / fm - 2.0, sn = s / sm;
+        return df0loc * sm * sn / (1.0 + (sn + p) * sn);
+    }
+    double a = (fm / sm) * (fm / sm) / (df0loc * sm), sstar = sm + (fm - fs) / (a * (ss - sm));
+    if (sstar <= ss) {
+        if (s <= sstar) return fm - a * (s - sm) * (s - sm);
+        double b = a * (sstar - sm) / (ss - sstar);
+        return fs + b * (ss - s) * (ss - s);
+    }
+    double sn = (s - sm) / (ss - sm);
+    return fm - (fm - fs) * sn * sn * (3.0 - 2.0 * sn);
+}
+
+/* TMeasy's normalized trail nto at lateral slip |sy| (Chrono's AlignmentTorque, without −Fy·P_len) */
+static double tm_trail(double sy_a, double nto0, double sq0, double sqe)
+{
+    double se = fmax(sqe, sq0);
+    if (sy_a >= se) return 0.0;
+    double wf = sq0 / se;
+    if (sy_a <= sq0) {
+        double sn = sy_a / sq0;
+        return (1.0 - wf) * nto0 * (1.0 - sn) + wf * nto0 * (1.0 - (3.0 - 2.0 * sn) * sn * sn);
+    }
+    double sn = (se - sy_a) / (se - sq0);
+    return -nto0 * (1.0 - wf) * (sy_a - sq0) / sq0 * sn * sn;
+}
+
+/* TMeasy's vertical spring force and potential at depth δ */
+static double tm_spring(const md_tire *t, double depth, double *U)
+{
+    double f = depth * t->d1 + depth * depth * t->d2, over = depth - (t->r0 - t->r_bottom);
+    *U = 0.5 * t->d1 * depth * depth + t->d2 * depth * depth * depth / 3.0;
+    if (over > 0.0) f += over * t->k_bottom, *U += 0.5 * t->k_bottom * over * over;
+    return f;
+}
+
+/* Fiala's vertical spring force and potential at depth δ: the table (linear between its points, extrapolated
+ * along its last segment) or kz·δ */
+static double fi_spring(const md_tire *t, double depth, double *U)
+{
+    if (t->ncurve < 2) {
+        *U = 0.5 * t->kz * depth * depth;
+        return t->kz * depth;
+    }
+    const double *T = t->table;
+    int n = t->ncurve, i = 0;
+    double E = 0.0;
+    /* the segment holding δ, the area of the segments before it */
+    while (i < n - 2 && depth > T[2 * (i + 1)]) {
+        E += 0.5 * (T[2 * i + 1] + T[2 * i + 3]) * (T[2 * i + 2] - T[2 * i]);
+        ++i;
+    }
+    double x0 = T[2 * i], f0 = T[2 * i + 1];
+    double f = f0 + (T[2 * i + 3] - f0) / (T[2 * i + 2] - x0) * (depth - x0);
+    *U = E + 0.5 * (f0 + f) * (depth - x0);
+    return f;
+}
+
+/* The local force and moment of a TMeasy tire in contact (Chrono's Synchronize and Advance), its bristle state
+ * st updated over dt (when dt > 0); 0 when the normal force vanishes */
+static int tm_forces(const md_tire *t, double muscale, double depth, const double *vel, double omega, double gamma,
+                     double dt, double *st, double *Fl, double *Ml, double *slips, double *bristle)
+{
+    double U, Fn = tm_spring(t, depth, &U) + t->dz * (-vel[2]);
+    if (Fn < 0.0) return 0;
+    double q = (Fn < t->pn_max ? Fn : t->pn_max) / t->pn, r_stat = t->r0 - depth;
+    double R_eff = (2.0 * t->r0 + r_stat) / 3.0, P_len = 2.0 * sqrt(t->r0 * depth);
+    double vta = R_eff * fabs(omega) + t->vnum, vsx = vel[0] - omega * R_eff, vsy = vel[1];
+    double sx = -vsx / vta, sy = -vsy / vta;
+    const double *c = t->curve;
+    double dfx0 = tm_quad(q, c[0], c[1]), sxm = tm_lin(q, c[2], c[3]), fxm = tm_quad(q, c[4], c[5]);
+    double sxs = tm_lin(q, c[6], c[7]), fxs = tm_quad(q, c[8], c[9]);
+    double dfy0 = tm_quad(q, c[10], c[11]), sym = tm_lin(q, c[12], c[13]), fym = tm_quad(q, c[14], c[15]);
+    double sys = tm_lin(q, c[16], c[17]), fys = tm_quad(q, c[18], c[19]);
+    double nL0 = tm_lin(q, c[20], c[21]), sq0 = tm_lin(q, c[22], c[23]), sqe = tm_lin(q, c[24], c[25]);
+    double Fz = Fn < t->pn_max ? Fn : t->pn_max;
+    /* the bristle (Dahl) friction from the state at the step's start, then the state over dt */
+    double fc = Fz * muscale, brx = st[0], bry = st[1];
+    double bx_dot = vsx - t->sigma0 * brx * fabs(vsx) / fc, by_dot = vsy - t->sigma0 * bry * fabs(vsy) / fc;
+    double F0x = -(t->sigma0 * brx + t->sigma1 * bx_dot), F0y = -(t->sigma0 * bry + t->sigma1 * by_dot);
+    if (dt > 0.0) {
+        double h = dt, sx0 = t->sigma0 * fabs(vsx), sy0 = t->sigma0 * fabs(vsy);
+        st[0] = (2.0 * brx * fc + 2.0 * fc * h * vsx - brx * h * sx0) / (2.0 * fc + h * sx0);
+        st[1] = (2.0 * bry * fc + 2.0 * fc * h * vsy - bry * h * sy0) / (2.0 * fc + h * sy0);
+    }
+    double F0 = hypot(F0x, F0y);
+    if (F0 > fc) F0x *= fc / F0, F0y *= fc / F0;
+    /* the slip law */
+    double frblend = tire_sinestep(vel[0], t->fr_begin, 0.0, t->fr_end, 1.0);
+    double sc = hypot(sx, sy), ca = sqrt(2.0) / 2.0, sa = sqrt(2.0) / 2.0;
+    if (sc > 0.0) ca = sx / sc, sa = sy / sc;
+    double df0 = hypot(dfx0 * ca, dfy0 * sa), fm = muscale * hypot(fxm * ca, fym * sa);
+    double sm = muscale * hypot(sxm * ca, sym * sa), fs = muscale * hypot(fxs * ca, fys * sa);
+    double ss = muscale * hypot(sxs * ca, sys * sa), f = tm_combined(sc, df0, sm, fm, ss, fs);
+    double Fx = sc > 0.0 ? f * ca : 0.0, Fy = sc > 0.0 ? f * sa : 0.0;
+    Fx = (1.0 - frblend) * F0x + frblend * Fx;
+    Fy = (1.0 - frblend) * F0y + frblend * Fy;
+    double Mz = vel[0] >= t->fr_begin ? -Fy * P_len * tm_trail(fabs(sy), nL0, sq0, sqe) : 0.0;
+    double cg = t->width * t->width * (t->d1 + 2.0 * t->d2 * depth) / 12.0;
+    Fl[0] = Fx, Fl[1] = Fy, Fl[2] = Fn;
+    Ml[0] = -cg * gamma, Ml[1] = -t->rr * Fn * t->r0 * tanh(omega), Ml[2] = Mz;
+    slips[0] = sx, slips[1] = sy;
+    bristle[0] = F0x, bristle[1] = F0y;
+    return 1;
+}
+
+/* The local force and moment of a Fiala tire in contact (Chrono's ChFialaTire), its rolling resistance a moment
+ * (times r0: docs/tires.md); 0 when the normal force vanishes */
+static int fi_forces(const md_tire *t, double muscale, double depth, const double *vel, double omega, double *Fl,
+                     double *Ml, double *slips)
+{
+    double U, Fn = fi_spring(t, depth, &U) + t->dz * (-vel[2]);
+    if (!(Fn > 0.0)) return 0;
+    double abs_vx = fabs(vel[0]), vsx = vel[0] - omega * (t->r0 - depth), vsy = vel[1];
+    double kappa = 0.0, alpha = 0.0;
+    if (abs_vx != 0.0) kappa = -vsx / abs_vx, alpha = atan2(vsy, abs_vx);
+    double SsA = fmin(1.0, sqrt(kappa * kappa + tan(alpha) * tan(alpha)));
+    double U0 = t->umax - (t->umax - t->umin) * SsA;
+    double S_crit = fabs(U0 * Fn / (2.0 * t->cslip)), A_crit = atan(3.0 * U0 * Fn / t->calpha);
+    double Uf = U0 * muscale, fx, fy, mz;
+    if (fabs(kappa) < S_crit) fx = t->cslip * kappa;
+    else fx = (kappa > 0.0 ? 1.0 : (kappa < 0.0 ? -1.0 : 0.0))
+              * (Uf * Fn - fabs((Uf * Fn) * (Uf * Fn) / (4.0 * kappa * t->cslip)));
+    double sgn = alpha > 0.0 ? 1.0 : (alpha < 0.0 ? -1.0 : 0.0);
+    if (fabs(alpha) <= A_crit) {
+        double H = 1.0 - t->calpha * fabs(tan(alpha)) / (3.0 * Uf * Fn);
+        fy = -Uf * Fn * (1.0 - H * H * H) * sgn;
+        mz = Uf * Fn * t->width * (1.0 - H) * H * H * H * sgn;
+    } else {
+        fy = -Uf * Fn * sgn, mz = 0.0;
+    }
+    double start = tire_sinestep(abs_vx, 0.125, 0.0, 0.5, 1.0);
+    double so = omega > 0.0 ? 1.0 : (omega < 0.0 ? -1.0 : 0.0);
+    Fl[0] = fx, Fl[1] = fy, Fl[2] = Fn;
+    Ml[0] = 0.0, Ml[1] = -start * t->rr * Fn * t->r0 * so, Ml[2] = mz;
+    slips[0] = kappa, slips[1] = alpha;
+    return 1;
+}
+
+/* One tire at its wheel's row x: its wrench added into row (about the world origin), its bristle state st
+ * carried over dt, its record into info (MD_TIRE_INFO, or NULL); its vertical spring's potential */
+static double tire_one(const md_tire *t, const md_ground *g, double muscale, const double *x, double dt, double *st,
+                       double *row, double *info)
+{
+    const double *R = x, *C = x + 9, *w = x + 12, *v = x + 15;
+    double dn[3], F[9], P[3], depth, rec[MD_TIRE_INFO] = {0.0};
+    for (int k = 0; k < 3; ++k) dn[k] = R[3 * k] * t->axis[0] + R[3 * k + 1] * t->axis[1] + R[3 * k + 2] * t->axis[2];
+    double U = 0.0;
+    if (!tire_contact(g, t->points, C, dn, t->r0, t->width, F, P, &depth)) {
+        st[0] = st[1] = 0.0;  /* off the ground: Chrono resets the bristle */
+        if (info) for (int k = 0; k < MD_TIRE_INFO; ++k) info[k] = rec[k];
+        return 0.0;
+    }
+    double vel[3], nl[3], Fl[3], Ml[3], slips[2] = {0.0, 0.0}, bristle[2] = {0.0, 0.0};
+    for (int k = 0; k < 3; ++k) {
+        vel[k] = F[k] * v[0] + F[3 + k] * v[1] + F[6 + k] * v[2];
+        nl[k] = F[k] * dn[0] + F[3 + k] * dn[1] + F[6 + k] * dn[2];
+    }
+    double omega = tire_dot(w, dn), gamma = atan2(nl[2], nl[1]);
+    int on = t->law == MD_TMEASY
+        ? tm_forces(t, muscale, depth, vel, omega, gamma, dt, st, Fl, Ml, slips, bristle)
+        : fi_forces(t, muscale, depth, vel, omega, Fl, Ml, slips);
+    if (t->law == MD_TMEASY) tm_spring(t, depth, &U);
+    else fi_spring(t, depth, &U);
+    rec[1] = depth, rec[5] = gamma, rec[11] = omega, rec[12] = vel[0], rec[13] = vel[1], rec[19] = U;
+    for (int k = 0; k < 3; ++k) rec[14 + k] = P[k];
+    if (on) {
+        double Fw[3], Mw[3], d[3] = {P[0] - C[0], P[1] - C[1], P[2] - C[2]}, m[3], n[3];
+        for (int k = 0; k < 3; ++k) {
+            Fw[k] = F[3 * k] * Fl[0] + F[3 * k + 1] * Fl[1] + F[3 * k + 2] * Fl[2];
+            Mw[k] = F[3 * k] * Ml[0] + F[3 * k + 1] * Ml[1] + F[3 * k + 2] * Ml[2];
+        }
+        tire_cross(d, Fw, m);  /* the patch's force moved to the wheel centre */
+        tire_cross(C, Fw, n);  /* and the wrench's moment taken about the world origin */
+        for (int k = 0; k < 3; ++k) row[k] += Mw[k] + m[k] + n[k], row[3 + k] += Fw[k];
+        rec[0] = 1.0, rec[2] = Fl[2], rec[3] = slips[0], rec[4] = slips[1];
+        rec[6] = Fl[0], rec[7] = Fl[1], rec[8] = Ml[0], rec[9] = Ml[1], rec[10] = Ml[2];
+        rec[17] = bristle[0], rec[18] = bristle[1];
+    }
+    if (info) for (int k = 0; k < MD_TIRE_INFO; ++k) info[k] = rec[k];
+    return U;
+}
+
+/* Every tire against the terrain of g: the wrenches added into fext (nbody × 6); the vertical springs' potential.
+ * mu_road: the road's friction coefficient. state (ntire × 2): TMeasy's bristles, carried over dt when dt > 0
+ * (NULL: zero bristles, nothing carried). info: ntire × MD_TIRE_INFO, or NULL. */
+double md_tire_fext(const md_tire *t, int ntire, const md_ground *g, double mu_road, const double *X, double dt,
+                    double *state, double *fext, double *info)
+{
+    double U = 0.0;
+    for (int i = 0; i < ntire; ++i) {
+        const md_tire *ti = t + i;
+        double mu = mu_road < 0.1 ? 0.1 : (mu_road > 1.0 ? 1.0 : mu_road), zero[2] = {0.0, 0.0};
+        double *st = state ? state + 2 * i : zero;
+        U += tire_one(ti, g, mu / ti->mu0, X + 18 * ti->body, state ? dt : 0.0, st, fext + 6 * ti->body,
+                      info ? info + MD_TIRE_INFO * i : NULL);
+    }
+    return U;
+}
