@@ -127,6 +127,22 @@ GATES: dict[str, Gate] = {
     # the tracked models' settle (mechdyn/sim/settle.py)
     "settle_crush": Gate("of the crush depth", "the band's worst penetration over the settle as a fraction of its "
                          "roller's crush depth"),
+    "vehicle_wheel_loads": Gate("relative", "the worst wheel's settled tire load against the rigid-body statics "
+                                "(the weight at the cg shared by the contact points' moment balance)"),
+    "vehicle_total_load": Gate("relative", "|the tires' settled loads' sum − the weight| / the weight"),
+    "vehicle_sinkage": Gate("relative", "the worst tire's settled depth against the depth its vertical law gives "
+                            "its load"),
+    "vehicle_brake_balance": Gate("of the kinetic energy", "the braking run's largest |E(t) − E(0)|, E kinetic + "
+                                  "gravity + springs + the tires' springs + the dissipated work, over the kinetic "
+                                  "energy at the brakes' onset"),
+    "vehicle_brake_passivity": Gate("J", "the tires' dissipated work's largest fall over the braking run, bounded "
+                                    "by what their bristles can store"),
+    "vehicle_turn_ay": Gate("relative", "the steady lateral acceleration on the constant-radius turn against v²/R, "
+                            "worst speed"),
+    "vehicle_understeer": Gate("deg/g", "|the measured understeer gradient − the bicycle model's| (net axle steer "
+                               "against lateral acceleration, below 0.25 g)"),
+    "vehicle_lane_change": Gate("m", "the cg's largest distance from ISO 3888-1's lane centreline"),
+    "vehicle_lane_change_step": Gate("m", "the lane change's cg path at its accuracy step against half the step"),
     "settle_load": Gate("relative", "|mean vertical ground force over the settled window − weight| / weight"),
     "settle_momentum": Gate("of the impulse scale", "|ΔP − M·g·Δt − ΔJ| / (|M·g·Δt| + |ΔJ|) after the ground's "
                             "ramp: momentum against gravity's and the contact's impulse"),

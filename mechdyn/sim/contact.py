@@ -178,7 +178,7 @@ class ContactSim:
         self._ga = self._implicit_state()
         self._work = {k: np.zeros(n) for k, n in (("X", 18 * dyn.nbody), ("fext", 6 * dyn.nbody), ("fband", 6 * dyn.nbody),
                                                   ("Xs", 18 * dyn.nbody), ("fstat", 6 * dyn.nbody),
-                                                  ("astat", max(1, 4 * self.contact.ncorner)), ("tstat", max(2, 2 * self.contact.ntire)),
+                                                  ("astat", max(1, 4 * self.contact.ncorner)),
                                                   ("torque", max(1, self.contact.nroller)), ("tau", dyn.nv),
                                                   ("qdd", dyn.nv), ("qdm", dyn.nv))}
 

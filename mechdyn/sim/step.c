@@ -35,7 +35,6 @@ typedef struct {
     int ntire;
     double mu_road;             /* the ground's mu: the road's friction the tires scale their laws by */
     double *tire_state;         /* the tires' carried bristles (ntire × 2, at least 2) */
-    double *tstat;              /* sim_dissipated's copy of them (ntire × 2, at least 2) */
     const md_brake *brakes;
     int nbrake;
     double ramp_band, ramp_ground;  /* s: each producer's wrenches are scaled by t / ramp until then (0: none) */
@@ -76,7 +75,7 @@ enum { MD_AUX = 26 };  /* doubles per recorded row of aux, in this order: */
  * the call's start plus *impulse's), pin depth, pins, face depth, faces, ground depth, corners (md_band_depth,
  * md_ground_depth), band potential, ground potential, anchor springs, brake springs (J), crush (md_band_depth's
  * fraction of the crush depth), the contact's dissipated work (J, with sc->dissipation; since *work_contact's), the
- * tires' potential (their vertical springs and bristles, J) */
+ * tires' potential (their vertical springs, J) */
 
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
@@ -210,10 +209,9 @@ static double sim_dissipated(const md_plant *m, const md_scene *sc, double dt, d
             a = sc->astat;
         }
         md_ground_fext(sc->ground, sc->Xs, dt, a, sc->fstat);
-        if (sc->ntire) {
-            memcpy(sc->tstat, sc->tire_state, sizeof(double) * 2 * sc->ntire);
-            md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->Xs, dt, sc->tstat, sc->fstat, NULL);
-        }
+        /* the tires' conservative part: their vertical springs, the bristles left out (their spring is part of
+         * a friction law that slides: counted with the losses, docs/tires.md "Energy") */
+        if (sc->ntire) md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->Xs, dt, NULL, sc->fstat, NULL);
         for (int i = 0; i < 6 * nb; ++i) sc->fstat[i] *= sg;
     }
     memset(sc->fband, 0, sizeof(double) * 6 * nb);
@@ -240,16 +238,11 @@ static double sim_brake_energy(const md_scene *sc, const double *q)
     return E;
 }
 
-/* the tires' potential at body rows sc->X: their vertical springs' (tire.c) and their bristles' springs */
+/* the tires' potential at body rows sc->X: their vertical springs' (tire.c) */
 static double sim_tire_energy(const md_scene *sc)
 {
-    if (!sc->ntire) return 0.0;
-    double E = md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->X, 0.0, NULL, sc->fext, NULL);
-    for (int i = 0; i < sc->ntire; ++i) {
-        const double *b = sc->tire_state + 2 * i;
-        if (sc->tires[i].law == MD_TMEASY) E += 0.5 * sc->tires[i].sigma0 * (b[0] * b[0] + b[1] * b[1]);
-    }
-    return E;
+    return sc->ntire ? md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->X, 0.0, NULL, sc->fext, NULL)
+                     : 0.0;
 }
 
 /* one recorded row of aux at the state (q, qd) reached: see MD_AUX */

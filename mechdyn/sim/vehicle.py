@@ -230,7 +230,7 @@ class SpeedController:
 
 
 LOG_SCALARS = ("t", "x", "y", "z", "yaw", "roll", "pitch", "speed", "vy", "yaw_rate", "ay", "ax", "steer", "rack",
-               "throttle", "braking", "gear", "rpm")
+               "throttle", "braking", "gear", "rpm", "work", "work_contact", "u_tire")
 
 
 @dataclass(frozen=True)
@@ -275,12 +275,12 @@ class Vehicle:
     """A wheeled model on its tires, stepped in C between control updates (the module docstring)."""
 
     def __init__(self, dyn: Dynamics, dt: float = 2e-4, control_dt: float = 0.01,
-                 driveline: Driveline | None = None, rack_per_steer: float | None = None) -> None:
+                 driveline: Driveline | None = None, rack_per_steer: float | None = None, module=None) -> None:
         """`dt` the step, `control_dt` the control period (a whole number of steps). `rack_per_steer`: rack
         travel, m, at full steering (+1: a left turn); by default the HMMWV rack-and-pinion's "Pinion" "Radius"
         0.1 m times its "Maximum Angle (deg)" 50 (hmmwv/steering/HMMWV_RackPinion.json), signed so +1 turns
-        left."""
-        self.dyn, self.sim = dyn, ContactSim(dyn, ramp_ground=0.0)
+        left. `module`: the contact loop compiled over other contact C (a test's planted copy)."""
+        self.dyn, self.sim = dyn, ContactSim(dyn, ramp_ground=0.0, module=module)
         self.layout = layout(dyn)
         self.dt = float(dt)
         self.steps = max(1, round(control_dt / dt))
@@ -292,6 +292,7 @@ class Vehicle:
         self.qd = np.zeros(dyn.nv)
         self.t = 0.0
         self.gear = 0
+        self.work = 0.0  # the model's dampers' and the brakes' dissipated work since the start, J
         self._rack = (0.0, 0.0)  # the rack's last set point: its time and offset, m
         if self.layout.steer is not None:  # the loops' reach over the whole steering range, checked once
             r = abs(self.rack_per_steer)
@@ -351,9 +352,9 @@ class Vehicle:
             out.append(Brake(w, float(self.q[m.qidx[w]]), 0.0, c))
         return tuple(out)
 
-    def step(self, drive: np.ndarray, braking: float, rack: float):
+    def step(self, drive: np.ndarray, braking: float, rack: float, dissipation: bool = False):
         """One control period with wheel torques `drive` (N·m, per wheel), `braking` in [0, 1] and the rack's set
-        point `rack` (m): the ContactRun."""
+        point `rack` (m): the ContactRun (with `dissipation`, its work_contact column integrated)."""
         m, lay = self.dyn.model, self.layout
         tau = np.zeros(self.dyn.nv)
         for w, T in zip(lay.wheels, drive):
@@ -363,7 +364,8 @@ class Vehicle:
         brakes = self._brakes(braking)
         if brakes or self.sim.brakes:
             self.sim.set_brakes(brakes)
-        run = self.sim.run(self.q, self.qd, T=self.control_dt, dt=self.dt, stride=self.steps, t0=self.t, tau=tau)
+        run = self.sim.run(self.q, self.qd, T=self.control_dt, dt=self.dt, stride=self.steps, t0=self.t, tau=tau,
+                           dissipation=dissipation)
         self.q, self.qd, self.t = run.q[-1].copy(), run.qd[-1].copy(), float(run.t[-1])
         return run
 
@@ -392,16 +394,19 @@ class Vehicle:
         self.sim.restart()
 
     def drive(self, T: float, steer=None, speed=None, braking: float = 0.0, throttle: float | None = None,
-              progress: bool = False) -> Log:
+              progress: bool = False, until=None, dissipation: bool = False) -> Log:
         """Drive for T seconds: `steer` a callable (pos, heading, dt) -> steering in [−1, 1] (a PathFollower),
         or a number, or None (the rack held); `speed` a target speed for a SpeedController (m/s) or None;
-        `braking` in [0, 1] and `throttle` held when no speed is given. The Log of every control period."""
+        `braking` in [0, 1] and `throttle` held when no speed is given; `until(log_row)` -> True ends the drive early
+        (its argument the period's forward speed). `dissipation`: the contact's dissipated work integrated (the
+        Log's work_contact). The Log of every control period."""
         from tqdm import tqdm  # noqa: PLC0415
 
         dl, lay, m = self.driveline, self.layout, self.dyn.model
         spd = SpeedController.hmmwv() if speed is not None else None
         n = max(1, round(T / self.control_dt))
         rows, tires, drives, brakes, qs, qds, seconds = [], [], [], [], [], [], 0.0
+        energy = []  # per period: the dampers' and brakes' work so far, the contact's dissipated work, u_tire
         rack = self._rack[1]
         for _ in tqdm(range(n), desc=f"drive {m.name}", unit="period", leave=False, disable=None if progress else True):
             R, cg, vcg = self.chassis_pose(self.q, self.qd)
@@ -423,8 +428,10 @@ class Vehicle:
             if thr == 0.0 and spd is None and throttle is None:
                 torques = np.zeros_like(torques)  # coasting with the clutch open: no engine drag
             bk = self._brakes(brk)
-            run = self.step(torques, brk, rack)
+            run = self.step(torques, brk, rack, dissipation)
             seconds += run.seconds
+            self.work += float(run.col("work")[-1])
+            energy.append((self.work, float(run.col("work_contact")[-1]), float(run.col("u_tire")[-1])))
             X = self.dyn.bodies(self.q, self.qd)
             tires.append(self.sim.contact.tire_info(X, self.sim._tire_state.reshape(-1, 2)[: len(lay.wheels)]))
             drives.append(torques)
@@ -432,9 +439,11 @@ class Vehicle:
             qs.append(self.q.copy())
             qds.append(self.qd.copy())
             rows.append((self.t, s if s is not None else 0.0, rack, thr, brk, self.gear, rpm))
-        return self._log(rows, tires, drives, brakes, qs, qds, seconds)
+            if until is not None and until(fwd):
+                break
+        return self._log(rows, tires, drives, brakes, qs, qds, seconds, energy)
 
-    def _log(self, rows, tires, drives, brakes, qs, qds, seconds) -> Log:
+    def _log(self, rows, tires, drives, brakes, qs, qds, seconds, energy) -> Log:
         cols = {k: [] for k in LOG_SCALARS}
         for (t, s, rack, thr, brk, gear, rpm), q, qd in zip(rows, qs, qds):
             R, cg, v = self.chassis_pose(q, qd)
@@ -456,5 +465,6 @@ class Vehicle:
             out["ax"], out["ay"] = c * A[:, 0] + sn * A[:, 1], -sn * A[:, 0] + c * A[:, 1]
         else:
             out["ax"] = out["ay"] = np.zeros(len(t))
+        out["work"], out["work_contact"], out["u_tire"] = np.asarray(energy, dtype=float).reshape(-1, 3).T
         return Log(out, np.asarray(tires), np.asarray(drives, dtype=float), np.asarray(brakes, dtype=float),
                    np.asarray(qs), np.asarray(qds), seconds)

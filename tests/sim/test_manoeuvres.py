@@ -1,0 +1,93 @@
+"""Each vehicle gate (regression/test_vehicle_gates.py) trips on a planted bug: a copy of the tires' C with one
+term wrong, or a step eight times the accuracy step."""
+from functools import cache
+
+import numpy as np
+import pytest
+
+from mechdyn.contact import native
+from mechdyn.core.parse import load_model
+from mechdyn.dynamics import Dynamics
+from mechdyn.sim import manoeuvres as mv
+from mechdyn.sim import native as sim_native
+from mechdyn.sim.vehicle import Vehicle
+
+
+@cache
+def dyn() -> Dynamics:
+    return Dynamics(load_model("hmmwv_road"))
+
+
+def planted(old: str, new: str):
+    """The contact loop compiled over the tires' C with `old` replaced by `new` (exactly once)."""
+    src = native.source()
+    assert src.count(old) == 1, old
+    return sim_native.compile(contact_text=src.replace(old, new))
+
+
+def car(speed: float, module=None, dt: float | None = None) -> Vehicle:
+    return Vehicle(dyn(), dt=dt or mv.step_for(Vehicle(dyn()), speed), module=module)
+
+
+def failed(gates, name: str) -> bool:
+    (g,) = [g for g in gates if g.name == name]
+    return not g.passed
+
+
+def test_statics_trip_on_a_stiffer_spring_than_the_law_says():
+    c = car(1.0, planted("double f = depth * t->d1 + depth", "double f = 1.01 * depth * t->d1 + depth"))
+    assert failed(mv.statics(c).gates, "sinkage")
+
+
+def test_wheel_loads_trip_on_a_contact_point_reported_10_cm_off():
+    c = car(1.0, planted("rec[14 + k] = P[k];", "rec[14 + k] = P[k] + (k == 0 ? 0.1 : 0.0);"))  # P reported off
+    gates = mv.statics(c).gates
+    assert failed(gates, "wheel_loads") and not failed(gates, "total_load")
+
+
+def test_total_load_trips_when_a_tire_loses_its_load():
+    st = mv.statics(car(1.0, planted("rec[0] = 1.0, rec[2] = Fl[2]", "rec[0] = 1.0, rec[2] = 0.9 * Fl[2]")))
+    assert failed(st.gates, "total_load")
+
+
+def test_brake_balance_trips_on_a_wrong_spring_potential():
+    c = car(1.0, planted("*U = 0.5 * t->d1 * depth * depth", "*U = 0.5 * t->d1 * depth"))
+    mv.statics(c)
+    assert failed(mv.straight_brake(c, speed=8.0).gates, "brake_balance")
+
+
+def test_brake_passivity_trips_on_an_injecting_slip_force():
+    c = car(1.0, planted("Fx = (1.0 - frblend) * F0x + frblend * Fx;", "Fx = (1.0 - frblend) * F0x - frblend * Fx;"))
+    mv.statics(c)
+    assert failed(mv.straight_brake(c, speed=8.0).gates, "brake_passivity")
+
+
+def test_turn_trips_on_a_lateral_force_of_the_wrong_sign():
+    c = car(4.0, planted("Fl[0] = Fx, Fl[1] = Fy, Fl[2] = Fn;", "Fl[0] = Fx, Fl[1] = -Fy, Fl[2] = Fn;"))
+    turn = mv.constant_radius(c, speeds=(4.0, 6.0))
+    assert failed(turn.gates, "turn_ay") and failed(turn.gates, "understeer")
+
+
+def test_understeer_trips_on_a_cornering_stiffness_blind_to_load():
+    c = car(4.0, planted("double dfy0 = tm_quad(q, c[10], c[11])", "double dfy0 = tm_quad(1.0, c[10], c[11])"))
+    assert failed(mv.constant_radius(c, speeds=(4.0, 6.0, 8.0)).gates, "understeer")
+
+
+def test_lane_change_trips_on_a_steering_of_the_wrong_sign():
+    good = car(12.0)
+    c = Vehicle(dyn(), dt=good.dt, rack_per_steer=-good.rack_per_steer)
+    mv.statics(c)
+    assert failed(mv.lane_change(c).gates, "lane_change")
+
+
+def test_the_step_check_trips_on_a_step_eight_times_too_long():
+    dt = 8 * mv.step_for(Vehicle(dyn()), 12.0)
+    paths = []
+    for step in (dt, dt / 2):
+        c = car(12.0, dt=step)
+        mv.statics(c)
+        paths.append(mv.lane_change(c).log)
+    a, b = paths
+    n = min(len(a["t"]), len(b["t"]))
+    from regression.test_vehicle_gates import STEP_BOUND
+    assert np.hypot(a["x"][:n] - b["x"][:n], a["y"][:n] - b["y"][:n]).max() > STEP_BOUND
