@@ -292,6 +292,14 @@ def after_settle(args: argparse.Namespace, dyn, settled, implicit=None) -> tuple
     q, qd = settled.state
     dt = settled.step.dt
     gates, notes, runs = [], [], []
+    if dyn.model.tires and not dyn.model.tracks:  # a car on tires: its statics, not the tracks' hold and drive
+        from mechdyn.sim.manoeuvres import statics
+        from mechdyn.sim.vehicle import Vehicle
+
+        gates += list(statics(Vehicle(dyn, dt=dt)).gates)
+        notes.append("on tires: the statics above (braked, settled again); the slope hold and --drive are the "
+                     "tracked vehicles'; `--manoeuvre` drives this one (docs/manoeuvres.md)")
+        return gates, notes, runs
     if args.slope:
         for fric in [args.fric] if args.fric else ["anchor", "reg"]:
             h = hold(dyn, q, qd, args.slope, fric, T=args.hold_time, dt=dt, progress=True, scheme=args.scheme,
@@ -402,6 +410,68 @@ def cmd_sim_contact(args: argparse.Namespace, model: Model, t_start: float, star
     return EXIT_PASS if ok else EXIT_FAIL
 
 
+MANOEUVRES = ("brake", "turn", "lane", "all")
+
+
+def cmd_manoeuvre(args: argparse.Namespace, model: Model) -> int:
+    """Settle a model on its tires and run --manoeuvre: straight-line braking, the constant-radius turn, ISO
+    3888-1's lane change, or all three; print each gate and draw each picture; exit 1 if a gate fails."""
+    from mechdyn.dynamics import Dynamics
+    from mechdyn.sim import manoeuvres as mv
+    from mechdyn.sim.gate import all_passed
+    from mechdyn.sim.vehicle import Vehicle, circle, iso3888
+    from mechdyn.sim.vehicleplot import manoeuvre_figure, understeer_figure
+
+    dyn = Dynamics(model, progress=True)
+    out = Path(args.plot_dir or ".")
+    which = MANOEUVRES[:-1] if args.manoeuvre == "all" else (args.manoeuvre,)
+    speeds = {"brake": 1.0, "turn": 4.0, "lane": args.speed or 12.0}  # each run's lowest rolling speed
+    gates, names = [], None
+    for w in which:
+        car = Vehicle(dyn, dt=args.dt or mv.step_for(Vehicle(dyn), speeds[w]))
+        names = [model.bodies[b].name for b in car.layout.wheels]
+        st = mv.statics(car)
+        if w == which[0]:
+            gates += list(st.gates)
+        start = time.perf_counter()
+        if w == "brake":
+            r = mv.straight_brake(car, speed=args.speed or 20.0)
+            print(f"sim: {model.name}: brake from {r.speed:.3g} m/s to rest in {r.distance:.4g} m, {r.time:.3g} s "
+                  f"(mean deceleration {r.speed / r.time:.3g} m/s²), dt {car.dt:.3g} s")
+            pic = manoeuvre_figure(r.log, f"{model.name}: accelerate, cruise, brake to rest", out / f"{model.name}_brake.png", names)
+        elif w == "turn":
+            r = mv.constant_radius(car)
+            for p in r.points:
+                print(f"sim: {model.name}: R {r.radius:g} m at {p.speed:.3g} m/s: yaw rate {p.yaw_rate:.4g} rad/s, "
+                      f"a_y {p.ay:.4g} m/s², roll {math.degrees(p.roll):.3g} deg, net steer "
+                      f"{math.degrees(p.delta):.4g} deg")
+            log = r.logs[-1]
+            pic = manoeuvre_figure(log, f"{model.name}: constant radius {r.radius:g} m at {r.points[-1].speed:.3g} m/s",
+                                   out / f"{model.name}_turn.png", names,
+                                   ref=circle(r.radius, float(log["x"][0]), float(log["y"][0])))
+            print(f"sim: picture {understeer_figure(r, out / f'{model.name}_understeer.png')}")
+        else:
+            r = mv.lane_change(car, speed=args.speed or 12.0)
+            if r.log is not None:
+                x0 = float(r.log["x"][0]) + 20.0
+                print(f"sim: {model.name}: ISO 3888-1 lane change at {r.speed:g} m/s: the cg's largest distance from "
+                      f"the centreline {r.deviation:.3g} m; {r.log['t'][-1] - r.log['t'][0]:.3g} s stepped in "
+                      f"{r.seconds:.3g} s (real-time factor {(r.log['t'][-1] - r.log['t'][0]) / r.seconds:.3g}, the "
+                      f"stepping), dt {car.dt:.3g} s")
+                pic = manoeuvre_figure(r.log, f"{model.name}: ISO 3888-1 double lane change at {r.speed:g} m/s",
+                                       out / f"{model.name}_lane.png", names, ref=iso3888(x0, float(r.log["y"][0])))
+            else:
+                pic = None
+        gates += list(r.gates)
+        if pic:
+            print(f"sim: picture {pic} ({time.perf_counter() - start:.3g} s)")
+    for g in gates:
+        print(g.line())
+    ok = all_passed(gates)
+    print(f"sim: {model.name}: {'all' if ok else 'not all'} {len(gates)} gates passed")
+    return EXIT_PASS if ok else EXIT_FAIL
+
+
 def cmd_sim(args: argparse.Namespace) -> int:
     """Simulate a model and summarize (optionally writing a trace); exit 1 if the state went non-finite. A model
     with contact is settled instead (cmd_sim_contact)."""
@@ -418,6 +488,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
     startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
     model = model_of(args)
     implicit = _implicit_options(args)
+    if args.manoeuvre:
+        if not model.tires:
+            raise InputError(f"sim: --manoeuvre drives a model on tires; '{model.name}' has none")
+        return cmd_manoeuvre(args, model)
     if model.tracks or model.ground is not None:
         if implicit is not None and args.drive:
             raise InputError(f"sim: --scheme {args.scheme} runs a model with contact through the settle and the "
@@ -946,7 +1020,9 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn sim m113 --scheme galpha --adaptive --rtol 1e-3 --atol 1e-6 --dt 7.5e-4\n"
                        "  mechdyn sim m113 --slope 20 --fric reg --trace m113.csv\n"
                        "  mechdyn sim track_demo --drive --slope 10\n"
-                       "  mechdyn sim track_min --samples 180 --time 2")
+                       "  mechdyn sim track_min --samples 180 --time 2\n"
+                       "  mechdyn sim hmmwv_road              # settle on the tires: the settle's gates and the statics\n"
+                       "  mechdyn sim hmmwv_road --manoeuvre all --plot-dir pics    # brake, turn, lane change")
     add_model_argument(s)
     s.add_argument("--time", type=positive_float, help="simulated time in s (default 1; with contact, 4)")
     s.add_argument("--dt", type=positive_float, help="step in s (default 1e-3; with contact, the accuracy step)")
@@ -983,6 +1059,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--drive", action="store_true", help="with contact: after the settle, also drive: a sprocket "
                    "torque schedule on the flat (track speed against omega R, coasting) and up --slope (tractive "
                    "force against T/R)")
+    s.add_argument("--manoeuvre", choices=MANOEUVRES, help="a model on tires: settle, then straight-line "
+                   "acceleration and braking to rest ('brake'), the constant-radius turn at several speeds ('turn'), "
+                   "ISO 3888-1's double lane change ('lane'), or all three; prints their gates and draws pictures "
+                   "(docs/manoeuvres.md)")
+    s.add_argument("--speed", type=positive_float, metavar="V", help="with --manoeuvre: the braking run's top speed "
+                   "(default 20 m/s) and the lane change's (default 12 m/s)")
+    s.add_argument("--plot-dir", metavar="DIR", type=output_dir, help="with --manoeuvre: where the pictures go "
+                   "(default: the current directory)")
     s.set_defaults(func=cmd_sim)
     pl = sub.add_parser("plot", help="draw a trace's time histories (and a tracked vehicle's side view) as PNG files",
                         description="Draw a trace written by 'mechdyn sim --trace' as PNG files: joint "

@@ -34,6 +34,8 @@ typedef struct {
 
 double md_tire_fext(const md_tire *t, int ntire, const md_ground *g, double mu_road, const double *X, double dt,
                     double *state, double *fext, double *info);
+double md_tire_static(const md_tire *t, int ntire, const md_ground *g, const double *X, const double *state,
+                      double *fext);
 /* API end */
 
 #define TIRE_PI 3.141592653589793
@@ -344,4 +346,41 @@ double md_tire_fext(const md_tire *t, int ntire, const md_ground *g, double mu_r
                       info ? info + MD_TIRE_INFO * i : NULL);
     }
     return U;
+}
+
+/* The tires' stored energy and the forces that store it, at body rows X: each vertical spring's force along the
+ * terrain's normal at the patch, and TMeasy's bristle springs −sigma0·z in the patch's plane weighted by 1 − the
+ * friction blend at the wheel's speed, as the law applies them (the blended-out bristle stores nothing: docs/tires.md
+ * "Energy"), and TMeasy's overturning moment. The wrenches added into fext; the energy. */
+double md_tire_static(const md_tire *t, int ntire, const md_ground *g, const double *X, const double *state,
+                      double *fext)
+{
+    double E = 0.0;
+    for (int i = 0; i < ntire; ++i) {
+        const md_tire *ti = t + i;
+        const double *x = X + 18 * ti->body, *R = x, *C = x + 9, *v = x + 15;
+        double dn[3], F[9], P[3], depth, U, f[3] = {0.0, 0.0, 0.0};
+        for (int k = 0; k < 3; ++k)
+            dn[k] = R[3 * k] * ti->axis[0] + R[3 * k + 1] * ti->axis[1] + R[3 * k + 2] * ti->axis[2];
+        if (!tire_contact(g, ti->points, C, dn, ti->r0, ti->width, F, P, &depth)) continue;
+        f[2] = ti->law == MD_TMEASY ? tm_spring(ti, depth, &U) : fi_spring(ti, depth, &U);
+        double mx = 0.0;
+        if (ti->law == MD_TMEASY) {  /* the overturning moment of the camber, as tm_forces applies it */
+            double nl1 = F[1] * dn[0] + F[4] * dn[1] + F[7] * dn[2], nl2 = F[2] * dn[0] + F[5] * dn[1] + F[8] * dn[2];
+            mx = -ti->width * ti->width * (ti->d1 + 2.0 * ti->d2 * depth) / 12.0 * atan2(nl2, nl1);
+        }
+        if (ti->law == MD_TMEASY && state) {
+            const double *z = state + 2 * i, vx = F[0] * v[0] + F[3] * v[1] + F[6] * v[2];
+            const double w = 1.0 - tire_sinestep(vx, ti->fr_begin, 0.0, ti->fr_end, 1.0);
+            f[0] = -w * ti->sigma0 * z[0], f[1] = -w * ti->sigma0 * z[1];
+            U += 0.5 * w * ti->sigma0 * (z[0] * z[0] + z[1] * z[1]);
+        }
+        double Fw[3], m[3], n[3], d[3] = {P[0] - C[0], P[1] - C[1], P[2] - C[2]}, *row = fext + 6 * ti->body;
+        for (int k = 0; k < 3; ++k) Fw[k] = F[3 * k] * f[0] + F[3 * k + 1] * f[1] + F[3 * k + 2] * f[2];
+        tire_cross(d, Fw, m);
+        tire_cross(C, Fw, n);
+        for (int k = 0; k < 3; ++k) row[k] += F[3 * k] * mx + m[k] + n[k], row[3 + k] += Fw[k];
+        E += U;
+    }
+    return E;
 }

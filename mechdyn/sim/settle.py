@@ -204,7 +204,7 @@ def _gates(dyn: Dynamics, sim: ContactSim, run: ContactRun, w0: int) -> tuple[li
                        f"{len(F) // 2 * 2} steps against the weight {weight:.6g} N"))
 
     X = dyn.bodies(run.q[-1], run.qd[-1])
-    if con.ground is not None:
+    if con.ncorner:
         notes.append(f"ground: ζ {con.ground_zeta(X):.3g} realized at the end ({con.loaded_corners(X)} loaded "
                      f"corners sharing the {mass:.6g} kg; the damper was sized for ζ {con.law.zeta_ground:g} on "
                      f"a quarter of the corners), ground depth {col('ground_depth')[-1]:.4g} m")

@@ -75,7 +75,7 @@ enum { MD_AUX = 26 };  /* doubles per recorded row of aux, in this order: */
  * the call's start plus *impulse's), pin depth, pins, face depth, faces, ground depth, corners (md_band_depth,
  * md_ground_depth), band potential, ground potential, anchor springs, brake springs (J), crush (md_band_depth's
  * fraction of the crush depth), the contact's dissipated work (J, with sc->dissipation; since *work_contact's), the
- * tires' potential (their vertical springs, J) */
+ * tires' stored energy (md_tire_static, J) */
 
 long md_sim_contact(const md_plant *m, const md_scene *sc, int scheme, long nsteps, double t0, double dt, double *q,
                     double *qd, double *qdd_prev, int nsched, double dt_sched, const double *tau, const double *act,
@@ -209,9 +209,8 @@ static double sim_dissipated(const md_plant *m, const md_scene *sc, double dt, d
             a = sc->astat;
         }
         md_ground_fext(sc->ground, sc->Xs, dt, a, sc->fstat);
-        /* the tires' conservative part: their vertical springs, the bristles left out (their spring is part of
-         * a friction law that slides: counted with the losses, docs/tires.md "Energy") */
-        if (sc->ntire) md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->Xs, dt, NULL, sc->fstat, NULL);
+        /* the tires' conservative part, as the law applies it at the real velocities (md_tire_static) */
+        if (sc->ntire) md_tire_static(sc->tires, sc->ntire, sc->ground, sc->X, sc->tire_state, sc->fstat);
         for (int i = 0; i < 6 * nb; ++i) sc->fstat[i] *= sg;
     }
     memset(sc->fband, 0, sizeof(double) * 6 * nb);
@@ -238,11 +237,10 @@ static double sim_brake_energy(const md_scene *sc, const double *q)
     return E;
 }
 
-/* the tires' potential at body rows sc->X: their vertical springs' (tire.c) */
+/* the tires' stored energy at body rows sc->X (md_tire_static; sc->fext its scratch) */
 static double sim_tire_energy(const md_scene *sc)
 {
-    return sc->ntire ? md_tire_fext(sc->tires, sc->ntire, sc->ground, sc->mu_road, sc->X, 0.0, NULL, sc->fext, NULL)
-                     : 0.0;
+    return sc->ntire ? md_tire_static(sc->tires, sc->ntire, sc->ground, sc->X, sc->tire_state, sc->fext) : 0.0;
 }
 
 /* one recorded row of aux at the state (q, qd) reached: see MD_AUX */
