@@ -459,7 +459,8 @@ def cmd_manoeuvre(args: argparse.Namespace, model: Model) -> int:
                       f"{r.seconds:.3g} s (real-time factor {(r.log['t'][-1] - r.log['t'][0]) / r.seconds:.3g}, the "
                       f"stepping), dt {car.dt:.3g} s")
                 pic = manoeuvre_figure(r.log, f"{model.name}: ISO 3888-1 double lane change at {r.speed:g} m/s",
-                                       out / f"{model.name}_lane.png", names, ref=iso3888(x0, float(r.log["y"][0])))
+                                       out / f"{model.name}_lane.png", names, ref=iso3888(x0, float(r.log["y"][0])),
+                                       cones=list(r.lanes))
             else:
                 pic = None
         gates += list(r.gates)

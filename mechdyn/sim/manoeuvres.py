@@ -18,7 +18,7 @@ from .contact import accuracy_step
 from .energy import mechanics, total_mass
 from .gate import Gate, below
 from .run import SimulationDiverged
-from .vehicle import Log, PathFollower, Vehicle, circle, iso3888, straight
+from .vehicle import ISO3888_LANES, Log, PathFollower, Vehicle, circle, iso3888, straight
 
 G = 9.81
 STATIC_BOUND = 0.01  # each wheel's load against the beam model's, and the total against the weight
@@ -255,33 +255,40 @@ class LaneChange:
     gates: tuple[Gate, ...]
     speed: float
     deviation: float  # m, the cg's largest distance from the centreline through the cones
+    over: float  # m, the car's edge past the cones, worst lane (negative: inside)
     log: Log | None  # None when the run diverged
     seconds: float  # wall time in the C stepping
     dt: float
+    lanes: tuple[tuple[float, float, float, float], ...]  # each lane: x from, x to, centre y, half-width (m)
+    width: float  # m, the car's width the gate uses
 
 
 def lane_change(car: Vehicle, speed: float = 12.0, lead: float = 20.0) -> LaneChange:
-    """The settled car launched at `speed` `lead` m before ISO 3888-1's entry lane, path-followed through it and
-    speed-controlled. Gate: the cg stays within the lanes (the narrowest's half-width less half the track)."""
+    """The settled car launched at `speed` `lead` m before ISO 3888-1's entry lane, path-followed along the lanes'
+    centreline and speed-controlled. Gate: in each lane the car stays between the cones: the cg's distance from the
+    lane's centre plus half the car's width (its track plus a tire's width) below half the lane's width."""
     car.launch(speed)
     _, cg, _ = car.chassis_pose(car.q, car.qd)
-    x0 = float(cg[0]) + lead
-    path = iso3888(x0, float(cg[1]))
-    try:
-        log = car.drive((lead + 125.0 + 30.0) / speed, steer=PathFollower.hmmwv(path), speed=speed)
-    except SimulationDiverged as e:  # the car left the road and the state went non-finite: the gate fails
-        gate = Gate("lane_change", math.inf, math.inf, False, "m", f"at {speed:g} m/s: {e}")
-        return LaneChange((gate,), speed, math.inf, None, 0.0, car.dt)
-    on = (log["x"] >= x0) & (log["x"] <= x0 + 125.0)
-    dev = float(max(np.linalg.norm(path.closest(p) - p) for p in np.stack([log["x"][on], log["y"][on]], 1)))
+    x0, y0 = float(cg[0]) + lead, float(cg[1])
+    path = iso3888(x0, y0)
     X = car.dyn.bodies(car.q, np.zeros(car.dyn.nv))
     ys = [X[w, 10] for w in car.layout.wheels]
     width = float(max(ys) - min(ys)) + car.sim.contact.tires[0].width
-    margin = min(0.5 * (1.1 * width + 0.25), 0.5 * (1.2 * width + 0.25)) - 0.5 * width
-    gates = (below("lane_change", dev, margin, "m",
-                   f"the cg's largest distance from the lanes' centreline at {speed:g} m/s, against the narrowest "
-                   f"lane's margin (1.1·w + 0.25 less w, halved; w {width:.3f} m the track plus a tire's width)"),)
-    return LaneChange(gates, speed, dev, log, log.seconds, car.dt)
+    lanes = tuple((x0 + a, x0 + b, y0 + yc, 0.5 * (k * width + c)) for a, b, yc, (k, c) in ISO3888_LANES)
+    try:
+        log = car.drive((lead + 125.0 + 30.0) / speed, steer=PathFollower.hmmwv(path), speed=speed)
+    except SimulationDiverged as e:  # the car left the road and the state went non-finite: the gate fails
+        gate = Gate("lane_change", math.inf, 0.0, False, "m", f"at {speed:g} m/s: {e}")
+        return LaneChange((gate,), speed, math.inf, math.inf, None, 0.0, car.dt, lanes, width)
+    on = (log["x"] >= x0) & (log["x"] <= x0 + 125.0)
+    dev = float(max(np.linalg.norm(path.closest(p) - p) for p in np.stack([log["x"][on], log["y"][on]], 1)))
+    over = max(float(np.max(np.abs(log["y"][(log["x"] >= a) & (log["x"] <= b)] - yc) + 0.5 * width - half))
+               for a, b, yc, half in lanes)
+    gates = (below("lane_change", over, 0.0, "m",
+                   f"at {speed:g} m/s the car's edge against the cones, worst of the three lanes (negative: inside; "
+                   f"w {width:.3f} m, the track plus a tire's width; the cg's largest distance from the centreline "
+                   f"{dev:.3g} m)"),)
+    return LaneChange(gates, speed, dev, over, log, log.seconds, car.dt, lanes, width)
 
 
 def step_for(car: Vehicle, speed: float) -> float:

@@ -171,7 +171,9 @@ def iso3888(x0: float = 0.0, y0: float = 0.0, offset: float = 3.5, run_out: floa
     return Path2D(np.stack([np.concatenate(xs), np.concatenate(ys)], axis=1))
 
 
-ISO3888_CONES = ((0.0, 15.0, 0.0, "1.1w+0.25"), (45.0, 70.0, 3.5, "1.2w+0.25"), (95.0, 125.0, 0.0, "1.3w+0.25"))
+# ISO 3888-1's three lanes between cones: start and end along the path from the entry (m), the lane's centre
+# offset (m), and its width as (a, b): a·w + b for a vehicle w wide
+ISO3888_LANES = ((0.0, 15.0, 0.0, (1.1, 0.25)), (45.0, 70.0, 3.5, (1.2, 0.25)), (95.0, 110.0, 0.0, (1.3, 0.25)))
 
 
 @dataclass

@@ -23,10 +23,11 @@ def manoeuvre_figure(log: Log, title: str, path: Path, names: list[str], ref: Pa
         a.plot(ref.xy[:, 0], ref.xy[:, 1], "k--", lw=0.8, label="path")
     for x0, x1, yc, half in cones or []:
         for s in (-1, 1):
-            a.plot([x0, x1], [yc + s * half] * 2, "r-", lw=1.5)
+            a.plot([x0, x1], [yc + s * half] * 2, "ro-", lw=1.5, ms=3)
     a.plot(log["x"], log["y"], lw=1.4, label="cg")
     a.set(xlabel="x, m", ylabel="y, m", title="top view")
-    a.set_aspect("equal", adjustable="datalim")
+    if not cones:  # a lane change's few metres across would vanish at equal scales
+        a.set_aspect("equal", adjustable="datalim")
     a.legend(fontsize=8)
     t = log["t"] - log["t"][0]
     panels = [("speed", "speed, m/s", 1.0), ("yaw_rate", "yaw rate, deg/s", 180 / math.pi),
