@@ -27,12 +27,13 @@ What this Chrono does that matters to a reimplementation (measured with this mod
 - the terrain's friction is a float: 0.8f = 0.800000011920929, clamped to [0.1, 1], so TMeasy's muscale and
   Fiala's mu/mu_0 are 1 + 1.5e-8, not 1 (`mu` holds the value the tire read).
 - single-point contact builds its frame from (fwd, lat, n) with fwd = dn × n unnormalised ("both dn and n are
-  normalized; therefore, fwd will be too": not under camber, where |fwd| = cos γ) and converts that matrix to a
-  quaternion, so under camber the contact frame is not a rotation (its quaternion's norm is not 1); forces are
+  normalized; therefore, fwd will be too": not under camber, where |fwd| = cos γ) and converts that matrix to
+  a quaternion, so under camber the contact frame is not a rotation (its quaternion's norm is not 1); forces are
   reported in, and rotated to the world by, that linear map. `frame_R` is the map as Chrono applies it
   (ChQuaternion::Rotate of the unit vectors) and `frame_q` the quaternion; the four-point frame is normalised.
-  The single-point depth is shortened too: it takes the disc's point as C − r·n before normalising n (|n| = cos γ), so the
-  depth is r·cos γ less the centre's distance from the terrain plane, 0.64 mm less than the disc's at γ = 3 deg.
+  The single-point depth is shortened too: it takes the disc's point as C − r·n before normalising n
+  (|n| = cos γ), so the depth is r·cos γ less the centre's distance from the terrain plane, 0.64 mm less than the
+  disc's at γ = 3 deg.
 - TMeasy's GetRadius() is its effective rolling radius R_eff = r0 − depth/3, updated in Synchronize *after* the
   kinematics, so its reported longitudinal slip uses the previous step's R_eff (`radius_slip`), and the rig,
   which reads GetRadius() at initialisation, imposes its slip on r0: at an imposed slip of 0.1 TMeasy reports
@@ -377,11 +378,10 @@ def plot(samples: RigSamples, path: str | Path, law: Law | None = None) -> Path:
     plain = (samples.case_camber == 0) & ~samples.case_four_point.astype(bool) & (samples.case_speed == SPEED)
     ours = law(samples.rows, samples.axis) if law is not None else None
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
-    panels = [(axes[0], plain & (samples.case_alpha == 0), samples.slip, 1.0, (0, 0), "the tire's GetLongitudinalSlip", "Fx (kN)"),
-              (axes[1], plain & (samples.case_slip == 0), samples.alpha, np.degrees(1), (0, 1), "slip angle (deg)",
-               "Fy (kN)"),
-              (axes[2], plain & (samples.case_slip == 0), samples.alpha, np.degrees(1), (1, 2), "slip angle (deg)",
-               "Mz (kN m)")]
+    slip, turn = plain & (samples.case_alpha == 0), plain & (samples.case_slip == 0)
+    panels = [(axes[0], slip, samples.slip, 1.0, (0, 0), "the tire's GetLongitudinalSlip", "Fx (kN)"),
+              (axes[1], turn, samples.alpha, np.degrees(1), (0, 1), "the tire's slip angle (deg)", "Fy (kN)"),
+              (axes[2], turn, samples.alpha, np.degrees(1), (1, 2), "the tire's slip angle (deg)", "Mz (kN m)")]
     for ax, sel, x, xs, (which, k), xlabel, ylabel in panels:
         for j, (load, groups) in enumerate(_groups(samples, sel).items()):
             xm = np.array([xs * x[g].mean() for g in groups])
