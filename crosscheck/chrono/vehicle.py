@@ -30,14 +30,20 @@ def data_dir() -> Path:
     return Path(os.environ.get("MECHDYN_CHRONO_DATA", DATA))
 
 
-def require_vehicle():
-    """(pychrono, pychrono.vehicle), or PychronoMissing saying why not."""
+def vehicle_modules():
+    """(pychrono, pychrono.vehicle), or PychronoMissing saying why not; Chrono's vehicle data is not needed."""
     ch = require_pychrono()
     try:
         import pychrono.vehicle as veh
     except ImportError as e:
         raise PychronoMissing(f"pychrono.vehicle is not importable ({e}): the comparison needs pychrono built with "
                               "Chrono::Vehicle (the projectchrono conda channel's pychrono has it)") from None
+    return ch, veh
+
+
+def require_vehicle():
+    """(pychrono, pychrono.vehicle) with Chrono's vehicle data under data_dir(), or PychronoMissing saying why not."""
+    ch, veh = vehicle_modules()
     if not (data_dir() / VEHICLE_JSON).is_file():
         raise PychronoMissing(f"no {VEHICLE_JSON} under {data_dir()}; set MECHDYN_CHRONO_DATA to Chrono's vehicle "
                               "data directory")
