@@ -127,6 +127,11 @@ GATES: dict[str, Gate] = {
     # the tracked models' settle (mechdyn/sim/settle.py)
     "settle_crush": Gate("of the crush depth", "the band's worst penetration over the settle as a fraction of its "
                          "roller's crush depth"),
+    **{f"tire_vs_chrono_{t}": Gate("relative", f"mechdyn's {t} tire law against Chrono's own on Chrono's wheel test "
+                                   "rig at the rig's states, worst force or moment scaled by the load")
+       for t in ("tmeasy", "fiala")},
+    **{f"tire_vs_chrono_camber_{t}": Gate("relative", f"as tire_vs_chrono_{t}, on the single-point camber samples "
+                                          "(Chrono's frame there is not a rotation)") for t in ("tmeasy", "fiala")},
     "vehicle_wheel_loads": Gate("relative", "the worst wheel's settled tire load against the rigid-body statics "
                                 "(the weight at the cg shared by the contact points' moment balance)"),
     "vehicle_total_load": Gate("relative", "|the tires' settled loads' sum − the weight| / the weight"),

@@ -68,3 +68,30 @@ def test_chrono_hht(model_name, gate):
         pytest.skip(f"{model_name} has {dyn.nv} velocity coordinates, past the derivatives' {MAX_NV}")
     _gate_all(gate, model_name, sim_checks(dyn.model, *compare(dyn.model, dyn, HHT_T, HHT_DT, scheme="hht"), HHT_T,
                                            "hht"))
+
+
+@pytest.mark.parametrize("tire", ["tmeasy", "fiala"])
+def test_chrono_tire_rig(tire, gate):
+    """mechdyn's tire laws against Chrono's own on Chrono's wheel test rig, the full sweep (slip, slip angle,
+    camber, load, four-point contact): tire_vs_chrono where the equations are the same, tire_vs_chrono_camber on
+    the single-point camber cases, whose Chrono contact frame is not a rotation (crosscheck/chrono/tire_rig.py)."""
+    import numpy as np
+
+    from crosscheck.checks import Check
+    from crosscheck.chrono import PychronoMissing
+    from crosscheck.chrono.tire_rig import (CAMBER_1PT_BOUND, PLAIN_BOUND, cached_sweep, camber_single_point,
+                                            full_sweep, law_errors)
+
+    try:
+        samples = cached_sweep(tire, full_sweep())
+    except PychronoMissing as e:
+        pytest.skip(str(e))
+    e = law_errors(samples)
+    odd = camber_single_point(samples)
+    n = int((~odd).sum())
+    _gate_all(gate, "hmmwv_road", [
+        Check(f"tire_vs_chrono_{tire}", float(e[~odd].max()), PLAIN_BOUND,
+              f"{n} rig samples, worst of Fx, Fy, Fz, Mx, My, Mz scaled by the load [relative]"),
+        Check(f"tire_vs_chrono_camber_{tire}", float(e[odd].max()), CAMBER_1PT_BOUND,
+              f"{int(odd.sum())} single-point camber samples [relative]")])
+    assert np.isfinite(e).all()

@@ -403,3 +403,87 @@ def plot(samples: RigSamples, path: str | Path, law: Law | None = None) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def wheel_text(tire_json: str, terrain_z: float, mu: float, contact: str) -> str:
+    """A one-wheel `.mech` model: a free hub, the wheel spinning about its y on it, the tire from `tire_json` on a
+    flat terrain at `terrain_z` with the road's friction `mu` (the rig's, float and all)."""
+    return f"""gravity 0 0 -9.81
+body hub
+  parent base
+  joint floating
+  mass 100
+  inertia 1 1 1 0 0 0
+end
+body wheel
+  parent hub
+  joint revolute y
+  mass 56.4
+  inertia 4.3 7.3 4.3 0 0 0
+  fext 1
+end
+ground
+  terrain plane 0 0 1 {terrain_z!r}
+  kn 1e6
+  mu {mu!r}
+end
+tire t
+  wheel wheel
+  data {tire_json}
+  contact {contact}
+end
+"""
+
+
+def mechdyn_law(samples: RigSamples, module=None) -> Law:
+    """mechdyn's own tire law (mechdyn.contact, its C; `module` a planted copy) as `compare` takes it: each sample's
+    spindle row set on a one-wheel model of the same tire, terrain and friction, and the law's local force and
+    moment read off its info (TIRE_INFO)."""
+    from mechdyn.contact.producers import Contact
+    from mechdyn.contact.tires import TIRE_INFO
+    from mechdyn.core.parse import parse
+
+    z0, mu = float(np.ravel(samples.terrain_z)[0]), float(np.ravel(samples.mu)[0])
+    path = str(MODEL_DATA / TIRE_JSON[samples.tire])
+    cons = {c: Contact(parse(wheel_text(path, z0, mu, c)), module=module) for c in ("single", "four")}
+    cols = [TIRE_INFO.index(c) for c in ("Fx", "Fy", "Fz", "Mx", "My", "Mz")]
+
+    def law(rows: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = np.empty((len(rows), 6))
+        for i, (row, four) in enumerate(zip(rows, samples.case_four_point)):
+            X = np.zeros((2, 18))
+            X[:, :9] = np.eye(3).ravel()
+            X[1] = row
+            out[i] = cons["four" if four else "single"].tire_info(X)[0, cols]
+        return out[:, :3], out[:, 3:]
+
+    return law
+
+
+PLAIN_BOUND = 1e-9  # the same equations in double precision: round-off of the sums and the trigonometry
+CAMBER_1PT_BOUND = 2e-2  # Chrono's single-point frame under camber is not a rotation (the module docstring)
+
+
+def law_errors(samples: RigSamples, module=None) -> np.ndarray:
+    """(n, 6) per sample the error of mechdyn's Fx, Fy, Fz, Mx, My, Mz at the rig's states, scaled as `compare`
+    scales it; Fiala's My against Chrono's times r0 (mechdyn's rolling resistance is a moment: docs/tires.md)."""
+    F, M = mechdyn_law(samples, module)(samples.rows, samples.axis)
+    M_chrono = samples.M_local.copy()
+    if samples.tire == "fiala":
+        M_chrono[:, 1] *= _unloaded_radius(samples.tire)
+    Fz = samples.F_local[:, 2:3]
+    lever = np.linalg.norm(samples.rows[:, 9:12] - samples.frame_p, axis=1)[:, None]
+    eF = np.abs(F - samples.F_local) / np.maximum(np.abs(samples.F_local), Fz)
+    eM = np.abs(M - M_chrono) / np.maximum(np.abs(M_chrono), Fz * lever)
+    return np.hstack([eF, eM])
+
+
+def _unloaded_radius(tire: str) -> float:
+    from mechdyn.contact.tires import tire_params
+
+    return tire_params("t", 0, str(MODEL_DATA / TIRE_JSON[tire]), "single", np.array([0.0, 1.0, 0.0])).r0
+
+
+def camber_single_point(samples: RigSamples) -> np.ndarray:
+    """The samples whose Chrono contact frame is not a rotation: single-point contact under camber."""
+    return (samples.case_camber != 0) & ~samples.case_four_point.astype(bool)

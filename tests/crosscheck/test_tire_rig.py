@@ -154,3 +154,30 @@ def test_compare_save_and_plot(samples, tmp_path):
     assert back.tire == samples.tire and back.case(0) == samples.case(0)
     assert np.array_equal(back.rows, samples.rows) and np.array_equal(back.frame_q, samples.frame_q)
     assert plot(samples, tmp_path / "fig.png", law=itself).stat().st_size > 0
+
+
+# ---- mechdyn's laws against Chrono's at the rig's states
+
+
+def test_mechdyn_law_matches_chrono_at_the_rig_states(samples):
+    from crosscheck.chrono.tire_rig import CAMBER_1PT_BOUND, PLAIN_BOUND, camber_single_point, law_errors
+
+    e = law_errors(samples)
+    odd = camber_single_point(samples)
+    print(f"{samples.tire}: worst Fx..Mz {e[~odd].max(axis=0)}; camber, one point {e[odd].max(axis=0)}")
+    assert e[~odd].max() < PLAIN_BOUND
+    assert e[odd].max() < CAMBER_1PT_BOUND
+
+
+def test_a_planted_bug_in_the_law_trips_the_rig_check(samples):
+    from crosscheck.chrono.tire_rig import PLAIN_BOUND, camber_single_point, law_errors
+    from mechdyn.contact import native
+
+    old = "double sm = muscale * hypot(sxm * ca, sym * sa)" if samples.tire == "tmeasy" else \
+        "double H = 1.0 - t->calpha * fabs(tan(alpha))"
+    new = "double sm = 1.001 * muscale * hypot(sxm * ca, sym * sa)" if samples.tire == "tmeasy" else \
+        "double H = 1.0 - 1.001 * t->calpha * fabs(tan(alpha))"
+    src = native.source()
+    assert src.count(old) == 1
+    e = law_errors(samples, native.compile(src.replace(old, new)))
+    assert e[~camber_single_point(samples)].max() > PLAIN_BOUND
