@@ -131,18 +131,32 @@ class Driveline:
 # ---------------------------------------------------------------------------------------------- paths, drivers
 
 
-@dataclass(frozen=True)
+@dataclass
 class Path2D:
     """A path on the ground as a dense polyline (x, y), m."""
     xy: np.ndarray
+    _near: int = field(default=0, repr=False)  # the segment the last query landed on: where the next one looks first
+
+    WINDOW = 64  # segments searched each side of the last query's before the whole path
 
     def closest(self, p: np.ndarray) -> np.ndarray:
-        """The path's point closest to p (x, y), on its segments."""
-        a, b = self.xy[:-1], self.xy[1:]
+        """The path's point closest to p (x, y), on its segments: near the last query's first, the whole path
+        when the best there lies on the window's edge."""
+        n = len(self.xy) - 1
+        lo, hi = max(0, self._near - self.WINDOW), min(n, self._near + self.WINDOW)
+        k, c = self._search(p, lo, hi)
+        if (k == lo and lo > 0) or (k == hi - 1 and hi < n):
+            k, c = self._search(p, 0, n)
+        self._near = k
+        return c
+
+    def _search(self, p: np.ndarray, lo: int, hi: int) -> tuple[int, np.ndarray]:
+        a, b = self.xy[lo:hi], self.xy[lo + 1:hi + 1]
         ab = b - a
-        t = np.clip(np.einsum("ij,ij->i", p - a, ab) / np.maximum(np.einsum("ij,ij->i", ab, ab), 1e-300), 0, 1)
+        t = np.clip(((p - a) * ab).sum(1) / np.maximum((ab * ab).sum(1), 1e-300), 0, 1)
         c = a + t[:, None] * ab
-        return c[np.argmin(np.einsum("ij,ij->i", c - p, c - p))]
+        k = int(np.argmin(((c - p) ** 2).sum(1)))
+        return lo + k, c[k]
 
 
 def circle(radius: float, x0: float = 0.0, y0: float = 0.0, laps: float = 3.0, n: int = 4000) -> Path2D:
@@ -324,7 +338,7 @@ class Vehicle:
         R = X[:9].reshape(3, 3)
         r = R @ self.dyn.model.bodies[self.layout.chassis].cg
         w, v = X[12:15], X[15:18]
-        return R, X[9:12] + r, v + np.cross(w, r)
+        return R, X[9:12] + r, v + (w[1] * r[2] - w[2] * r[1], w[2] * r[0] - w[0] * r[2], w[0] * r[1] - w[1] * r[0])
 
     # -- the loop
 
