@@ -9,6 +9,7 @@
     crosscheck suspension [MODEL] [--travel M] [--points N] [--plot FILE] [--old-axes] [--json]
     crosscheck chrono-rig [--inputs FILE] [--time T] [--dt DT] [--plot PNG] [--json]
     crosscheck chrono-tire [--tire tmeasy|fiala|both] [--quick] [--plot-dir DIR] [--json]
+    crosscheck chrono-drive [--plot PNG] [--json]
     crosscheck randmodel SEED [--bodies N] [--floating] [--loops N] [--aligned] [-o FILE]
     crosscheck selftest
     crosscheck report [--history DB] [--since COMMIT] [--factor F] [-o report.html]
@@ -272,6 +273,32 @@ def cmd_suspension(args: argparse.Namespace) -> int:
 
 
 RIG_PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "chrono_rig_hmmwv.png"  # the repository's
+
+
+DRIVE_PLOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "drive_vs_chrono.png"
+
+
+def cmd_chrono_drive(args: argparse.Namespace) -> int:
+    """hmmwv_road against Chrono::Vehicle's HMMWV on the turn, the braking and the lane change: the gates and one
+    picture; exit 1 if a gate fails."""
+    from crosscheck.chrono.drive_compare import SPEEDS, compare, steer_line
+    from crosscheck.chrono.vehicle import require_vehicle
+    from mechdyn.dynamics import Dynamics
+
+    require_vehicle()  # before the work: exit 2 with the remedy
+    checks, ours, theirs, pic = compare(Dynamics(load_model("hmmwv_road"), progress=True), Path(args.plot or DRIVE_PLOT))
+    if args.json:
+        print(json.dumps({"checks": [c.as_dict() for c in checks], "plot": str(pic),
+                          "lane_realtime_factor": {"mechdyn": ours.lane_rtf, "chrono": theirs.lane_rtf}}, indent=2))
+    else:
+        print(f"chrono-drive: R 50 m at {', '.join(f'{v:g}' for v in SPEEDS)} m/s (mechdyn/Chrono): "
+              + steer_line(ours, theirs))
+        print(f"chrono-drive: lane change, whole run on the wall clock: mechdyn real-time factor {ours.lane_rtf:.3g}, "
+              f"Chrono {theirs.lane_rtf:.3g}")
+        for c in checks:
+            print(f"{'PASS' if c.passed else 'FAIL'} {c.name}: {c.value:.3g} (gate {c.threshold:g}): {c.detail}")
+        print(f"chrono-drive: picture {pic}")
+    return EXIT_PASS if all(c.passed for c in checks) else EXIT_FAIL
 
 
 def cmd_chrono_tire(args: argparse.Namespace) -> int:
@@ -678,6 +705,21 @@ def parser() -> argparse.ArgumentParser:
     ct.add_argument("--plot-dir", metavar="DIR", type=output_dir, help="where the pictures go (default: here)")
     ct.add_argument("--json", action="store_true", help="print one JSON object of the figures")
     ct.set_defaults(func=cmd_chrono_tire)
+    cd = sub.add_parser("chrono-drive", formatter_class=_Formatter,
+                        help="hmmwv_road against Chrono::Vehicle's HMMWV on the turn, braking and lane change",
+                        description="Drive Chrono::Vehicle's HMMWV (HMMWV_Vehicle.json, TMeasy tires, rigid "
+                        "terrain, Chrono's path and speed controllers; crosscheck/chrono/hmmwv_drive.py) and "
+                        "mechdyn's hmmwv_road through the same constant-radius turn (R 50 m at 5 to 12.5 m/s), the "
+                        "same full braking from 20 m/s and the same ISO 3888-1 lane change at 15 m/s. Gates: each "
+                        "one's yaw rate over v/R and lateral acceleration over v²/R against the other's (2 %), the "
+                        "stopping distance at the same onset speed (5 %), the roll gradient (60 %: linear against "
+                        "cubic springs). Prints the steady figures and both lane changes' real-time factors, and "
+                        "draws one picture. Exit 1 if a gate fails, 2 without pychrono with Chrono::Vehicle.",
+                        epilog="examples:\n  crosscheck chrono-drive\n  crosscheck chrono-drive --plot drive.png --json\n")
+    cd.add_argument("--plot", type=output_file, metavar="PNG",
+                    help="the picture (default docs/img/drive_vs_chrono.png in this repository)")
+    cd.add_argument("--json", action="store_true", help="print one JSON object")
+    cd.set_defaults(func=cmd_chrono_drive)
     cr.set_defaults(func=cmd_chrono_rig)
     rm = sub.add_parser("randmodel", formatter_class=_Formatter,
                         help="write a random mechanism with turned joint frames (the frames' checks run these)",

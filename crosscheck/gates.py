@@ -132,6 +132,14 @@ GATES: dict[str, Gate] = {
        for t in ("tmeasy", "fiala")},
     **{f"tire_vs_chrono_camber_{t}": Gate("relative", f"as tire_vs_chrono_{t}, on the single-point camber samples "
                                           "(Chrono's frame there is not a rotation)") for t in ("tmeasy", "fiala")},
+    "drive_yaw_rate_vs_chrono": Gate("relative", "hmmwv_road's steady yaw rate over its v/R against Chrono::Vehicle's "
+                                     "HMMWV's, R 50 m, worst speed"),
+    "drive_ay_vs_chrono": Gate("relative", "hmmwv_road's steady lateral acceleration over its v²/R against "
+                               "Chrono::Vehicle's HMMWV's, worst speed"),
+    "drive_stop_vs_chrono": Gate("relative", "the stopping distance from Chrono's onset speed (mechdyn's scaled by v²) "
+                                 "against Chrono::Vehicle's HMMWV's"),
+    "drive_roll_vs_chrono": Gate("relative", "the steady roll gradient against Chrono::Vehicle's HMMWV's (linear "
+                                 "against cubic springs)"),
     "vehicle_wheel_loads": Gate("relative", "the worst wheel's settled tire load against the rigid-body statics "
                                 "(the weight at the cg shared by the contact points' moment balance)"),
     "vehicle_total_load": Gate("relative", "|the tires' settled loads' sum − the weight| / the weight"),

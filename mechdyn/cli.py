@@ -425,7 +425,7 @@ def cmd_manoeuvre(args: argparse.Namespace, model: Model) -> int:
     dyn = Dynamics(model, progress=True)
     out = Path(args.plot_dir or ".")
     which = MANOEUVRES[:-1] if args.manoeuvre == "all" else (args.manoeuvre,)
-    speeds = {"brake": 1.0, "turn": 4.0, "lane": args.speed or 12.0}  # each run's lowest rolling speed
+    speeds = {"brake": 1.0, "turn": 4.0, "lane": args.speed or 15.0}  # each run's lowest rolling speed
     gates, names = [], None
     for w in which:
         car = Vehicle(dyn, dt=args.dt or mv.step_for(Vehicle(dyn), speeds[w]))
@@ -451,15 +451,14 @@ def cmd_manoeuvre(args: argparse.Namespace, model: Model) -> int:
                                    ref=circle(r.radius, float(log["x"][0]), float(log["y"][0])))
             print(f"sim: picture {understeer_figure(r, out / f'{model.name}_understeer.png')}")
         else:
-            r = mv.lane_change(car, speed=args.speed or 12.0)
+            r = mv.lane_change(car, speed=args.speed or 15.0)
             if r.log is not None:
-                x0 = float(r.log["x"][0]) + 20.0
                 print(f"sim: {model.name}: ISO 3888-1 lane change at {r.speed:g} m/s: the cg's largest distance from "
                       f"the centreline {r.deviation:.3g} m; {r.log['t'][-1] - r.log['t'][0]:.3g} s stepped in "
                       f"{r.seconds:.3g} s (real-time factor {(r.log['t'][-1] - r.log['t'][0]) / r.seconds:.3g}, the "
                       f"stepping), dt {car.dt:.3g} s")
                 pic = manoeuvre_figure(r.log, f"{model.name}: ISO 3888-1 double lane change at {r.speed:g} m/s",
-                                       out / f"{model.name}_lane.png", names, ref=iso3888(x0, float(r.log["y"][0])),
+                                       out / f"{model.name}_lane.png", names, ref=iso3888(r.lanes),
                                        cones=list(r.lanes))
             else:
                 pic = None
@@ -1065,7 +1064,7 @@ def parser() -> argparse.ArgumentParser:
                    "ISO 3888-1's double lane change ('lane'), or all three; prints their gates and draws pictures "
                    "(docs/manoeuvres.md)")
     s.add_argument("--speed", type=positive_float, metavar="V", help="with --manoeuvre: the braking run's top speed "
-                   "(default 20 m/s) and the lane change's (default 12 m/s)")
+                   "(default 20 m/s) and the lane change's (default 15 m/s)")
     s.add_argument("--plot-dir", metavar="DIR", type=output_dir, help="with --manoeuvre: where the pictures go "
                    "(default: the current directory)")
     s.set_defaults(func=cmd_sim)

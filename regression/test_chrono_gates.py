@@ -95,3 +95,19 @@ def test_chrono_tire_rig(tire, gate):
         Check(f"tire_vs_chrono_camber_{tire}", float(e[odd].max()), CAMBER_1PT_BOUND,
               f"{int(odd.sum())} single-point camber samples [relative]")])
     assert np.isfinite(e).all()
+
+
+def test_chrono_drive(gate):
+    """hmmwv_road against Chrono::Vehicle's HMMWV on the turn, the braking and the lane change
+    (crosscheck/chrono/drive_compare.py): drive_yaw_rate_vs_chrono, drive_ay_vs_chrono, drive_stop_vs_chrono,
+    drive_roll_vs_chrono."""
+    from crosscheck.chrono import PychronoMissing
+    from crosscheck.chrono.drive_compare import compare
+    from crosscheck.chrono.vehicle import require_vehicle
+
+    try:
+        require_vehicle()
+    except PychronoMissing as e:
+        pytest.skip(str(e))
+    checks, *_ = compare(dynamics("hmmwv_road"))
+    _gate_all(gate, "hmmwv_road", checks)

@@ -16,6 +16,7 @@ from .conftest import dynamics
 
 MODEL = "hmmwv_road"
 STEP_BOUND = 0.01  # m: the lane change's path at its step against half the step
+LANE_SPEED = 15.0  # m/s: the lane change's (mechdyn sim --manoeuvre lane's default)
 
 
 def car(speed: float, dt: float | None = None) -> Vehicle:
@@ -32,10 +33,10 @@ def results() -> dict[str, Gate]:
     out |= {g.name: g for g in mv.straight_brake(c).gates}
     c = car(4.0)
     out |= {g.name: g for g in mv.constant_radius(c).gates}
-    dt = mv.step_for(Vehicle(dynamics(MODEL)), 12.0)
+    dt = mv.step_for(Vehicle(dynamics(MODEL)), LANE_SPEED)
     runs = []
     for step in (dt, dt / 2):
-        c = car(12.0, step)
+        c = car(LANE_SPEED, step)
         mv.statics(c)
         runs.append(mv.lane_change(c))
     out |= {g.name: g for g in runs[0].gates}

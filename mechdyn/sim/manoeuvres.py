@@ -18,7 +18,7 @@ from .contact import accuracy_step
 from .energy import mechanics, total_mass
 from .gate import Gate, below
 from .run import SimulationDiverged
-from .vehicle import ISO3888_LANES, Log, PathFollower, Vehicle, circle, iso3888, straight
+from .vehicle import Log, PathFollower, Vehicle, circle, iso3888, iso3888_lanes, straight
 
 G = 9.81
 STATIC_BOUND = 0.01  # each wheel's load against the beam model's, and the total against the weight
@@ -263,30 +263,36 @@ class LaneChange:
     width: float  # m, the car's width the gate uses
 
 
-def lane_change(car: Vehicle, speed: float = 12.0, lead: float = 20.0) -> LaneChange:
+def lane_change(car: Vehicle, speed: float = 15.0, lead: float = 20.0, width: float | None = None) -> LaneChange:
     """The settled car launched at `speed` `lead` m before ISO 3888-1's entry lane, path-followed along the lanes'
-    centreline and speed-controlled. Gate: in each lane the car stays between the cones: the cg's distance from the
-    lane's centre plus half the car's width (its track plus a tire's width) below half the lane's width."""
+    centre lines and speed-controlled. `width`: the b of the lanes' widths (default the car's wheels' outer edges:
+    the track plus a tire's width). Gate: in each lane every tire's patch stays between the cones (its centre's
+    distance from the lane's centre plus half the tire's width below the lane's half-width)."""
     car.launch(speed)
     _, cg, _ = car.chassis_pose(car.q, car.qd)
-    x0, y0 = float(cg[0]) + lead, float(cg[1])
-    path = iso3888(x0, y0)
     X = car.dyn.bodies(car.q, np.zeros(car.dyn.nv))
     ys = [X[w, 10] for w in car.layout.wheels]
-    width = float(max(ys) - min(ys)) + car.sim.contact.tires[0].width
-    lanes = tuple((x0 + a, x0 + b, y0 + yc, 0.5 * (k * width + c)) for a, b, yc, (k, c) in ISO3888_LANES)
+    tire_w = max(t.width for t in car.sim.contact.tires)
+    width = width or float(max(ys) - min(ys)) + tire_w
+    lanes = iso3888_lanes(width, float(cg[0]) + lead, float(cg[1]))
+    path = iso3888(lanes, lead)
     try:
-        log = car.drive((lead + 125.0 + 30.0) / speed, steer=PathFollower.hmmwv(path), speed=speed)
+        log = car.drive((lead + lanes[-1][1] - lanes[0][0] + 30.0) / speed, steer=PathFollower.hmmwv(path),
+                        speed=speed)
     except SimulationDiverged as e:  # the car left the road and the state went non-finite: the gate fails
         gate = Gate("lane_change", math.inf, 0.0, False, "m", f"at {speed:g} m/s: {e}")
         return LaneChange((gate,), speed, math.inf, math.inf, None, 0.0, car.dt, lanes, width)
-    on = (log["x"] >= x0) & (log["x"] <= x0 + 125.0)
+    on = (log["x"] >= lanes[0][0]) & (log["x"] <= lanes[-1][1])
     dev = float(max(np.linalg.norm(path.closest(p) - p) for p in np.stack([log["x"][on], log["y"][on]], 1)))
-    over = max(float(np.max(np.abs(log["y"][(log["x"] >= a) & (log["x"] <= b)] - yc) + 0.5 * width - half))
-               for a, b, yc, half in lanes)
+    Px, Py = log.tire("Px"), log.tire("Py")
+    over = -math.inf
+    for a, b, yc, half in lanes:
+        inside = (Px >= a) & (Px <= b)
+        if inside.any():
+            over = max(over, float(np.max(np.abs(Py[inside] - yc))) + 0.5 * tire_w - half)
     gates = (below("lane_change", over, 0.0, "m",
-                   f"at {speed:g} m/s the car's edge against the cones, worst of the three lanes (negative: inside; "
-                   f"w {width:.3f} m, the track plus a tire's width; the cg's largest distance from the centreline "
+                   f"at {speed:g} m/s the tire patches' outer edges against the cones, worst of the three lanes "
+                   f"(negative: inside; lanes for b {width:.3f} m; the cg's largest distance from the centre line "
                    f"{dev:.3g} m)"),)
     return LaneChange(gates, speed, dev, over, log, log.seconds, car.dt, lanes, width)
 

@@ -170,24 +170,40 @@ def straight(length: float = 2000.0, x0: float = 0.0, y0: float = 0.0) -> Path2D
     return Path2D(np.array([[x0 - 10.0, y0], [x0 + length, y0]]))
 
 
-def iso3888(x0: float = 0.0, y0: float = 0.0, offset: float = 3.5, run_out: float = 100.0) -> Path2D:
-    """ISO 3888-1's double lane change centreline: a 15 m entry lane, a 30 m transition, the 25 m offset lane
-    (offset m to the left), a 25 m transition back, the 15 m exit lane and a run-out; the transitions are
-    cosine blends between the lane centres."""
-    pieces = [(15.0, 0.0, 0.0), (30.0, 0.0, offset), (25.0, offset, offset), (25.0, offset, 0.0), (15.0, 0.0, 0.0),
-              (run_out, 0.0, 0.0)]
-    xs, ys, x = [np.array([x0 - 20.0])], [np.array([y0])], x0
-    for length, a, b in pieces:
-        u = np.linspace(0.0, 1.0, max(2, int(length * 5)))[1:]
-        xs.append(x + length * u)
-        ys.append(y0 + a + (b - a) * 0.5 * (1 - np.cos(math.pi * u)))
-        x += length
+# ISO 3888-1's three lanes between cones, from the entry lane's start: start and end (m), and the lane's width as
+# (a, b), a·w + b for a vehicle w wide
+ISO3888_LANES = ((0.0, 15.0, (1.1, 0.25)), (45.0, 70.0, (1.2, 0.25)), (95.0, 110.0, (1.3, 0.25)))
+
+
+def iso3888_lanes(width: float, x0: float = 0.0, y0: float = 0.0,
+                  offset: float = 3.5) -> tuple[tuple[float, float, float, float], ...]:
+    """ISO 3888-1's lanes for a vehicle `width` m wide, the entry lane centred on y0 from x0: each (x start, x end,
+    centre y, half-width). The offset lane lies to the left, its right-hand cones `offset` m left of the entry lane's
+    right-hand cones; the exit lane's right-hand cones are in line with the entry lane's."""
+    right = y0 - 0.5 * (1.1 * width + 0.25)
+    out = []
+    for (a, b, (k, c)), shift in zip(ISO3888_LANES, (0.0, offset, 0.0)):
+        half = 0.5 * (k * width + c)
+        out.append((x0 + a, x0 + b, right + shift + half, half))
+    return tuple(out)
+
+
+def iso3888(lanes: tuple[tuple[float, float, float, float], ...], lead: float = 20.0,
+            run_out: float = 100.0) -> Path2D:
+    """The lanes' centre lines joined by the smoothstep 3u² − 2u³ across each gap, `lead` m of straight before and
+    `run_out` m after."""
+    xs, ys = [np.array([lanes[0][0] - lead])], [np.array([lanes[0][2]])]
+    for k, (a, b, yc, _) in enumerate(lanes):
+        xs.append(np.linspace(a, b, max(2, int((b - a) * 5))))
+        ys.append(np.full(len(xs[-1]), yc))
+        if k + 1 < len(lanes):
+            a1, y1 = lanes[k + 1][0], lanes[k + 1][2]
+            u = np.linspace(0.0, 1.0, max(2, int((a1 - b) * 5)))[1:-1]
+            xs.append(b + (a1 - b) * u)
+            ys.append(yc + (y1 - yc) * (3 * u**2 - 2 * u**3))
+    xs.append(np.array([lanes[-1][1] + run_out]))
+    ys.append(np.array([lanes[-1][2]]))
     return Path2D(np.stack([np.concatenate(xs), np.concatenate(ys)], axis=1))
-
-
-# ISO 3888-1's three lanes between cones: start and end along the path from the entry (m), the lane's centre
-# offset (m), and its width as (a, b): a·w + b for a vehicle w wide
-ISO3888_LANES = ((0.0, 15.0, 0.0, (1.1, 0.25)), (45.0, 70.0, 3.5, (1.2, 0.25)), (95.0, 110.0, 0.0, (1.3, 0.25)))
 
 
 @dataclass

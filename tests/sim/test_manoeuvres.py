@@ -74,17 +74,17 @@ def test_understeer_trips_on_a_cornering_stiffness_blind_to_load():
 
 
 def test_lane_change_trips_on_a_steering_of_the_wrong_sign():
-    good = car(12.0)
+    good = car(15.0)
     c = Vehicle(dyn(), dt=good.dt, rack_per_steer=-good.rack_per_steer)
     mv.statics(c)
     assert failed(mv.lane_change(c).gates, "lane_change")
 
 
 def test_the_step_check_trips_on_a_step_eight_times_too_long():
-    dt = 8 * mv.step_for(Vehicle(dyn()), 12.0)
+    dt = 8 * mv.step_for(Vehicle(dyn()), 15.0)
     paths = []
     for step in (dt, dt / 2):
-        c = car(12.0, dt=step)
+        c = car(15.0, dt=step)
         mv.statics(c)
         paths.append(mv.lane_change(c).log)
     a, b = paths
