@@ -546,3 +546,65 @@ def bench_contact_implicit(dyn: Dynamics, dt: float, scheme: str = "galpha", imp
         f" --newton {opts.iterations}" if opts.iterations else "")
     return ContactImplicitBench(dyn.model.name, lead_in, simulated, mode, repeats, out[0], out[1], command)
 
+
+
+@dataclass(frozen=True)
+class VehicleBench:
+    """A model on tires through ISO 3888-1's lane change (mechdyn.sim.manoeuvres.lane_change) at the step its
+    accuracy allows: the stepping alone and the whole loop (the controllers, the driveline, the logging between
+    the C calls), CPU time, best of `repeats`; the stepping's stages from one more, timed, run."""
+    model: str
+    speed: float
+    dt: float
+    control_dt: float
+    simulated: float
+    stepping: float  # s on the wall clock in the C calls, best repeat
+    whole: float  # s of CPU time for the whole manoeuvre, best repeat
+    stages: dict[str, float]
+    repeats: int
+
+    @property
+    def stepping_rtf(self) -> float:
+        return self.simulated / self.stepping
+
+    @property
+    def whole_rtf(self) -> float:
+        return self.simulated / self.whole
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"stepping_realtime_factor": self.stepping_rtf, "whole_realtime_factor": self.whole_rtf,
+                               "machine": machine()}
+
+    def lines(self) -> list[str]:
+        total = sum(self.stages.values())
+        return [f"bench: {self.model}: ISO 3888-1 lane change at {self.speed:g} m/s, {self.simulated:.3g} s at dt "
+                f"{self.dt:.4g} s (its accuracy step), control every {self.control_dt:g} s, on {machine()}",
+                f"bench: the stepping {self.stepping:.4g} s: real-time factor {self.stepping_rtf:.3g} (wall clock in "
+                f"the C calls, best of {self.repeats})",
+                f"bench: the whole manoeuvre {self.whole:.4g} s CPU: real-time factor {self.whole_rtf:.3g} (with the "
+                "controllers, the driveline and the logging in Python between the C calls)",
+                "bench: the stepping by stage (one timed run):",
+                *(f"bench:   {k:<12} {100 * v / total:5.1f} %" for k, v in self.stages.items() if k in
+                  ("tires", "kinematics", "dynamics", "integration"))]
+
+
+def bench_vehicle(dyn: Dynamics, speed: float = 15.0, dt: float | None = None, repeats: int = 5) -> VehicleBench:
+    """Time the lane change of the tired model `dyn` (VehicleBench), each repeat from the settled state."""
+    from mechdyn.sim import manoeuvres as mv
+    from mechdyn.sim.vehicle import Vehicle
+
+    dt = dt or mv.step_for(Vehicle(dyn), speed)
+    best_step, best_whole, sim, stages, control = np.inf, np.inf, 0.0, {}, 0.0
+    for k in range(repeats + 1):
+        car = Vehicle(dyn, dt=dt, timed=k == repeats)
+        mv.statics(car)
+        car.stages.clear()
+        start = time.process_time()
+        lane = mv.lane_change(car, speed=speed)
+        cpu = time.process_time() - start
+        sim, control = float(lane.log["t"][-1] - lane.log["t"][0]), car.control_dt
+        if k == repeats:
+            stages = dict(car.stages)
+        else:
+            best_step, best_whole = min(best_step, lane.seconds), min(best_whole, cpu)
+    return VehicleBench(dyn.model.name, speed, dt, control, sim, best_step, best_whole, stages, repeats)

@@ -210,6 +210,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
             res = bench_contact_implicit(dyn, args.sim, args.scheme, Implicit(iterations=args.newton).checked(),
                                          verlet_dt=args.verlet_dt, repeats=args.repeats)
+        elif args.sim is not None and model.tires and not model.tracks:
+            from mechdyn.bench import bench_vehicle
+
+            res = bench_vehicle(dyn, dt=None if args.sim == ACCURACY_STEP else args.sim, repeats=args.repeats)
         elif args.sim is not None and contact:
             res = bench_contact_sim(dyn, None if args.sim == ACCURACY_STEP else args.sim, repeats=args.repeats)
         elif args.sim is not None and args.scheme != "verlet":

@@ -39,7 +39,7 @@ class Side:
     stop: float
     stop_speed: float
     lane_rtf: float
-    lane_xy: np.ndarray
+    lane_xy: np.ndarray  # the lane change's path, from the entry lane's start on its centre line
     brake_v: tuple[np.ndarray, np.ndarray]  # t from onset, speed
 
     def roll_gradient(self) -> float:
@@ -85,8 +85,9 @@ def mechdyn_side(dyn) -> Side:
     wall = time.perf_counter() - start
     sim = float(lane.log["t"][-1] - lane.log["t"][0])
     t, v = brk.log["t"][brk.onset - 1:], brk.log["speed"][brk.onset - 1:]
+    entry = np.array(lane.lanes[0][::2])  # the entry lane's start and centre: Chrono's course starts there, at 0
     return Side("mechdyn", steady, brk.distance, brk.speed, sim / wall,
-                np.stack([lane.log["x"], lane.log["y"]], 1), (t - t[0], v))
+                np.stack([lane.log["x"], lane.log["y"]], 1) - entry, (t - t[0], v))
 
 
 def checks(ours: Side, theirs: Side) -> list[Check]:
@@ -129,7 +130,7 @@ def figure(ours: Side, theirs: Side, path: Path) -> Path:
         ax[1].plot(sp, s.steady[:, 2], style, label=s.name)
         ax[2].plot(s.steady[:, 2], np.degrees(s.steady[:, 3]), style, label=f"{s.name}: {s.roll_gradient():.3g} deg/(m/s²)")
         ax[3].plot(*s.brake_v, style[1:], label=f"{s.name}: {s.stop:.4g} m from {s.stop_speed:.4g} m/s")
-        ax[4].plot(s.lane_xy[:, 0] - s.lane_xy[0, 0], s.lane_xy[:, 1] - s.lane_xy[0, 1], style[1:],
+        ax[4].plot(s.lane_xy[:, 0], s.lane_xy[:, 1], style[1:],
                    label=f"{s.name}: real-time factor {s.lane_rtf:.3g}")
     ax[0].plot(v, v / RADIUS, "k:", label="v/R")
     ax[1].plot(v, v**2 / RADIUS, "k:", label="v²/R")
@@ -137,7 +138,7 @@ def figure(ours: Side, theirs: Side, path: Path) -> Path:
                          (ax[1], "lateral acceleration", "speed, m/s", "m/s²"),
                          (ax[2], "roll", "lateral acceleration, m/s²", "deg"),
                          (ax[3], "braking to rest", "t from the brakes' onset, s", "speed, m/s"),
-                         (ax[4], f"lane change at {LANE_SPEED:g} m/s", "x, m", "y, m")):
+                         (ax[4], f"lane change at {LANE_SPEED:g} m/s", "x from the entry lane, m", "y, m")):
         a.set(title=t, xlabel=xl, ylabel=yl)
         a.legend(fontsize=8)
         a.grid(alpha=0.3)

@@ -41,6 +41,22 @@ STORED = ("u_band", "u_ground", "u_anchor", "u_brake", "u_tire")  # the AUX colu
 STAGES = ("kinematics", "band", "ground", "dynamics", "integration", "tires")
 
 
+class _NoBar:
+    """tqdm's interface, doing nothing: the progress bar of a run that shows none."""
+
+    def __init__(self, **_) -> None:
+        pass
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *_) -> None:
+        return None
+
+    def update(self, _n: int) -> None:
+        return None
+
+
 @dataclass(frozen=True)
 class Step:
     """The step chosen by accuracy: `samples` per contact period, the shortest period of the contact laws, or
@@ -304,8 +320,8 @@ class ContactSim:
         buf = lambda a: ffi.from_buffer("double[]", a)  # noqa: E731
         chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
         done, rec, seconds = 0, 1, 0.0
-        with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,
-                  disable=None if progress else True) as bar:
+        bar_kind = tqdm if progress else _NoBar  # a disabled tqdm still costs its construction, per call
+        with bar_kind(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False) as bar:
             while done < nsteps:
                 n = min(chunk, nsteps - done)
                 start = time.perf_counter()

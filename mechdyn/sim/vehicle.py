@@ -306,12 +306,14 @@ def _euler(R: np.ndarray) -> tuple[float, float, float]:
 class Vehicle:
     """A wheeled model on its tires, stepped in C between control updates (the module docstring)."""
 
-    def __init__(self, dyn: Dynamics, dt: float = 2e-4, control_dt: float = 0.01,
-                 driveline: Driveline | None = None, rack_per_steer: float | None = None, module=None) -> None:
+    def __init__(self, dyn: Dynamics, dt: float = 2e-4, control_dt: float = 0.02,
+                 driveline: Driveline | None = None, rack_per_steer: float | None = None, module=None,
+                 timed: bool = False) -> None:
         """`dt` the step, `control_dt` the control period (a whole number of steps). `rack_per_steer`: rack
         travel, m, at full steering (+1: a left turn); by default the HMMWV rack-and-pinion's "Pinion" "Radius"
         0.1 m times its "Maximum Angle (deg)" 50 (hmmwv/steering/HMMWV_RackPinion.json), signed so +1 turns
-        left. `module`: the contact loop compiled over other contact C (a test's planted copy)."""
+        left. `module`: the contact loop compiled over other contact C (a test's planted copy). `timed`: split the
+        stepping into the loop's stages (`stages`, s; the clock reads add a little)."""
         self.dyn, self.sim = dyn, ContactSim(dyn, ramp_ground=0.0, module=module)
         self.layout = layout(dyn)
         self.dt = float(dt)
@@ -325,6 +327,8 @@ class Vehicle:
         self.t = 0.0
         self.gear = 0
         self.work = 0.0  # the model's dampers' and the brakes' dissipated work since the start, J
+        self.timed = timed
+        self.stages: dict[str, float] = {}  # s per stage of the stepping so far, when timed
         self._rack = (0.0, 0.0)  # the rack's last set point: its time and offset, m
         if self.layout.steer is not None:  # the loops' reach over the whole steering range, checked once
             r = abs(self.rack_per_steer)
@@ -397,7 +401,9 @@ class Vehicle:
         if brakes or self.sim.brakes:
             self.sim.set_brakes(brakes)
         run = self.sim.run(self.q, self.qd, T=self.control_dt, dt=self.dt, stride=self.steps, t0=self.t, tau=tau,
-                           dissipation=dissipation)
+                           dissipation=dissipation, timed=self.timed)
+        for k, v in run.stages.items():
+            self.stages[k] = self.stages.get(k, 0.0) + v
         self.q, self.qd, self.t = run.q[-1].copy(), run.qd[-1].copy(), float(run.t[-1])
         return run
 
