@@ -578,7 +578,8 @@ class VehicleBench:
     def lines(self) -> list[str]:
         total = sum(self.stages.values())
         return [f"bench: {self.model}: ISO 3888-1 lane change at {self.speed:g} m/s, {self.simulated:.3g} s at dt "
-                f"{self.dt:.4g} s (its accuracy step), control every {self.control_dt:g} s, on {machine()}",
+                f"{self.dt:.4g} s (its accuracy step, a whole number of steps per control period of {self.control_dt:g} s), "
+                f"on {machine()}",
                 f"bench: the stepping {self.stepping:.4g} s: real-time factor {self.stepping_rtf:.3g} (wall clock in "
                 f"the C calls, best of {self.repeats})",
                 f"bench: the whole manoeuvre {self.whole:.4g} s CPU: real-time factor {self.whole_rtf:.3g} (with the "
@@ -594,7 +595,7 @@ def bench_vehicle(dyn: Dynamics, speed: float = 15.0, dt: float | None = None, r
     from mechdyn.sim.vehicle import Vehicle
 
     dt = dt or mv.step_for(Vehicle(dyn), speed)
-    best_step, best_whole, sim, stages, control = np.inf, np.inf, 0.0, {}, 0.0
+    best_step, best_whole, sim, stages, control, step = np.inf, np.inf, 0.0, {}, 0.0, dt
     for k in range(repeats + 1):
         car = Vehicle(dyn, dt=dt, timed=k == repeats)
         mv.statics(car)
@@ -602,9 +603,9 @@ def bench_vehicle(dyn: Dynamics, speed: float = 15.0, dt: float | None = None, r
         start = time.process_time()
         lane = mv.lane_change(car, speed=speed)
         cpu = time.process_time() - start
-        sim, control = float(lane.log["t"][-1] - lane.log["t"][0]), car.control_dt
+        sim, control, step = float(lane.log["t"][-1] - lane.log["t"][0]), car.control_dt, car.dt
         if k == repeats:
             stages = dict(car.stages)
         else:
             best_step, best_whole = min(best_step, lane.seconds), min(best_whole, cpu)
-    return VehicleBench(dyn.model.name, speed, dt, control, sim, best_step, best_whole, stages, repeats)
+    return VehicleBench(dyn.model.name, speed, step, control, sim, best_step, best_whole, stages, repeats)

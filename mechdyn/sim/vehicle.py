@@ -309,16 +309,19 @@ class Vehicle:
     def __init__(self, dyn: Dynamics, dt: float = 2e-4, control_dt: float = 0.02,
                  driveline: Driveline | None = None, rack_per_steer: float | None = None, module=None,
                  timed: bool = False) -> None:
-        """`dt` the step, `control_dt` the control period (a whole number of steps). `rack_per_steer`: rack
+        """`dt` the longest step (shortened to a whole number of steps per control period), `control_dt` the
+        control period. `rack_per_steer`: rack
         travel, m, at full steering (+1: a left turn); by default the HMMWV rack-and-pinion's "Pinion" "Radius"
         0.1 m times its "Maximum Angle (deg)" 50 (hmmwv/steering/HMMWV_RackPinion.json), signed so +1 turns
         left. `module`: the contact loop compiled over other contact C (a test's planted copy). `timed`: split the
         stepping into the loop's stages (`stages`, s; the clock reads add a little)."""
         self.dyn, self.sim = dyn, ContactSim(dyn, ramp_ground=0.0, module=module)
         self.layout = layout(dyn)
-        self.dt = float(dt)
-        self.steps = max(1, round(control_dt / dt))
-        self.control_dt = self.steps * self.dt
+        # the control period is kept and the step shortened to a whole number of steps in it: a step from an
+        # accuracy rule is a bound, and runs at dt and dt/2 then share their control times
+        self.steps = max(1, math.ceil(control_dt / dt - 1e-9))
+        self.control_dt = float(control_dt)
+        self.dt = self.control_dt / self.steps
         self.driveline = driveline or Driveline.hmmwv()
         self.rack_per_steer = rack_per_steer if rack_per_steer is not None else self._rack_sign() * 0.1 * math.radians(50)
         m = dyn.model

@@ -56,13 +56,15 @@ def understeer_figure(turn, path: Path) -> Path:
     d = np.degrees([p.delta for p in turn.points])
     a.plot(ay / 9.81, d, "o-", label="hmmwv_road (front less rear road-wheel steer)")
     x = np.linspace(0, ay.max(), 20)
-    base = math.degrees(turn.wheelbase / turn.radius)
+    base = d[0] - math.degrees(turn.predicted) * ay[0]  # through the first point: the slopes are what compare
     a.plot(x / 9.81, base + math.degrees(turn.predicted) * x, "k--",
-           label=f"bicycle model: L/R + K·a_y, K {math.degrees(turn.predicted) * 9.81:.3g} deg/g")
+           label=f"bicycle model's slope K {math.degrees(turn.predicted) * 9.81:.3g} deg/g, through the first point")
+    a.axhline(math.degrees(turn.wheelbase / turn.radius), color="grey", lw=0.8, ls=":",
+              label=f"L/R, L {turn.wheelbase:.4g} m")
     a.set(xlabel="lateral acceleration, g", ylabel="steer, deg", title=f"understeer curve, R {turn.radius:g} m")
     a.legend(fontsize=8)
-    b.plot([p.speed for p in turn.points], np.degrees([p.roll for p in turn.points]), "o-")
-    b.set(xlabel="speed, m/s", ylabel="roll, deg", title="steady roll")
+    b.plot(ay / 9.81, np.degrees([p.roll for p in turn.points]), "o-")
+    b.set(xlabel="lateral acceleration, g", ylabel="roll, deg", title="steady roll")
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
