@@ -130,8 +130,6 @@ GATES: dict[str, Gate] = {
     **{f"tire_vs_chrono_{t}": Gate("relative", f"mechdyn's {t} tire law against Chrono's own on Chrono's wheel test "
                                    "rig at the rig's states, worst force or moment scaled by the load")
        for t in ("tmeasy", "fiala")},
-    **{f"tire_vs_chrono_camber_{t}": Gate("relative", f"as tire_vs_chrono_{t}, on the single-point camber samples "
-                                          "(Chrono's frame there is not a rotation)") for t in ("tmeasy", "fiala")},
     "drive_yaw_rate_vs_chrono": Gate("relative", "hmmwv_road's steady yaw rate over its v/R against Chrono::Vehicle's "
                                      "HMMWV's, R 50 m, worst speed"),
     "drive_ay_vs_chrono": Gate("relative", "hmmwv_road's steady lateral acceleration over its v²/R against "

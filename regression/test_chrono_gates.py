@@ -73,14 +73,13 @@ def test_chrono_hht(model_name, gate):
 @pytest.mark.parametrize("tire", ["tmeasy", "fiala"])
 def test_chrono_tire_rig(tire, gate):
     """mechdyn's tire laws against Chrono's own on Chrono's wheel test rig, the full sweep (slip, slip angle,
-    camber, load, four-point contact): tire_vs_chrono where the equations are the same, tire_vs_chrono_camber on
-    the single-point camber cases, whose Chrono contact frame is not a rotation (crosscheck/chrono/tire_rig.py)."""
+    camber, load, four-point contact): tire_vs_chrono where the equations are the same; the single-point camber
+    cases, whose Chrono contact frame is not a rotation, are left out (crosscheck/chrono/tire_rig.py)."""
     import numpy as np
 
     from crosscheck.checks import Check
     from crosscheck.chrono import PychronoMissing
-    from crosscheck.chrono.tire_rig import (CAMBER_1PT_BOUND, PLAIN_BOUND, cached_sweep, camber_single_point,
-                                            full_sweep, law_errors)
+    from crosscheck.chrono.tire_rig import PLAIN_BOUND, cached_sweep, camber_single_point, full_sweep, law_errors
 
     try:
         samples = cached_sweep(tire, full_sweep())
@@ -91,9 +90,8 @@ def test_chrono_tire_rig(tire, gate):
     n = int((~odd).sum())
     _gate_all(gate, "hmmwv_road", [
         Check(f"tire_vs_chrono_{tire}", float(e[~odd].max()), PLAIN_BOUND,
-              f"{n} rig samples, worst of Fx, Fy, Fz, Mx, My, Mz scaled by the load [relative]"),
-        Check(f"tire_vs_chrono_camber_{tire}", float(e[odd].max()), CAMBER_1PT_BOUND,
-              f"{int(odd.sum())} single-point camber samples [relative]")])
+              f"{n} rig samples, worst of Fx, Fy, Fz, Mx, My, Mz scaled by the load; the {int(odd.sum())} "
+              f"single-point camber samples, not gated, to {e[odd].max():.2g} [relative]")])
     assert np.isfinite(e).all()
 
 

@@ -461,7 +461,6 @@ def mechdyn_law(samples: RigSamples, module=None) -> Law:
 
 
 PLAIN_BOUND = 1e-9  # the same equations in double precision: round-off of the sums and the trigonometry
-CAMBER_1PT_BOUND = 2e-2  # Chrono's single-point frame under camber is not a rotation (the module docstring)
 
 
 def law_errors(samples: RigSamples, module=None) -> np.ndarray:

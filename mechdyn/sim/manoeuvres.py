@@ -217,7 +217,11 @@ def constant_radius(car: Vehicle, radius: float = 50.0, speeds=(4.0, 6.0, 8.0, 1
         car.q, car.qd = q0.copy(), np.zeros(car.dyn.nv)
         car.launch(v)
         _, cg, _ = car.chassis_pose(car.q, car.qd)
-        log = car.drive(T, steer=PathFollower.hmmwv(circle(radius, cg[0], cg[1])), speed=v)
+        try:
+            log = car.drive(T, steer=PathFollower.hmmwv(circle(radius, cg[0], cg[1])), speed=v)
+        except SimulationDiverged:  # the car could not hold the circle and the state went non-finite
+            points.append(Steady(v, math.nan, math.nan, math.nan, math.nan, math.nan))
+            continue
         logs.append(log)
         k = log["t"] >= log["t"][-1] - window
         delta = float(np.mean([road_wheel_angle(car, q) - road_wheel_angle(car, q, front=False) for q in log.q[k]]))
@@ -227,13 +231,14 @@ def constant_radius(car: Vehicle, radius: float = 50.0, speeds=(4.0, 6.0, 8.0, 1
     C = cornering_stiffness(car, loads)
     Wf, Wr, Cf, Cr = loads[front].sum(), loads[~front].sum(), C[front].sum(), C[~front].sum()
     predicted = (Wf / Cf - Wr / Cr) / G
-    lin = [p for p in points if abs(p.ay) <= LINEAR]
+    lin = [p for p in points if abs(p.ay) <= LINEAR]  # nan compares false: a diverged speed is left out
     # fewer than two points in the linear range (a car that cannot hold the circle): no gradient, the gate fails
     gradient = float(np.polyfit([p.ay for p in lin], [p.delta for p in lin], 1)[0]) if len(lin) >= 2 else math.nan
     X = car.dyn.bodies(q0, np.zeros(car.dyn.nv))
     xs = [X[w, 9] for w in car.layout.wheels]
     L = float(np.mean([x for x, f in zip(xs, front) if f]) - np.mean([x for x, f in zip(xs, front) if not f]))
-    worst = max(points, key=lambda p: abs(p.ay - p.speed**2 / radius) / (p.speed**2 / radius))
+    # a speed that diverged is the worst (its nan fails the gate)
+    worst = max(points, key=lambda p: math.inf if math.isnan(p.ay) else abs(p.ay - p.speed**2 / radius) / p.speed**2)
     gates = (
         below("turn_ay", abs(worst.ay - worst.speed**2 / radius) / (worst.speed**2 / radius), AY_BOUND, "relative",
               f"at {worst.speed:.3g} m/s on R {radius:g} m: a_y {worst.ay:.4g} against v²/R "
