@@ -136,6 +136,8 @@ GATES: dict[str, Gate] = {
                                "Chrono::Vehicle's HMMWV's, worst speed"),
     "drive_stop_vs_chrono": Gate("relative", "the stopping distance from Chrono's onset speed (mechdyn's scaled by v²) "
                                  "against Chrono::Vehicle's HMMWV's"),
+    "drive_lane_vs_chrono": Gate("m", "the lane change's path against Chrono::Vehicle's HMMWV's, largest lateral gap "
+                                 "at the same x through the lanes"),
     "drive_roll_vs_chrono": Gate("relative", "the steady roll gradient against Chrono::Vehicle's HMMWV's (linear "
                                  "against cubic springs)"),
     "vehicle_wheel_loads": Gate("relative", "the worst wheel's settled tire load against the rigid-body statics "

@@ -28,6 +28,7 @@ LANE_SPEED = 15.0
 KINEMATIC_BOUND = 0.02  # yaw rate over v/R and a_y over v²/R, each vehicle's own, against each other
 STOP_BOUND = 0.05  # the stopping distance, at the same onset speed, relative
 ROLL_BOUND = 0.6  # the roll gradient, relative: the springs differ (module docstring)
+LANE_BOUND = 0.25  # m: the lane change's paths, the same controller on the two cars
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,16 @@ def chrono_side() -> Side:
                 lane[["x", "y"]].to_numpy(), (after.t.to_numpy() - brake["t_brake"], after.speed.to_numpy()))
 
 
-def mechdyn_side(dyn) -> Side:
-    """mechdyn's hmmwv_road (`dyn`) on the three manoeuvres (mechdyn.sim.manoeuvres)."""
+def mechdyn_side(dyn, module=None) -> Side:
+    """mechdyn's hmmwv_road (`dyn`) on the three manoeuvres (mechdyn.sim.manoeuvres); `module` the contact loop
+    compiled over other contact C (a planted copy)."""
     import time
 
     from mechdyn.sim import manoeuvres as mv
     from mechdyn.sim.vehicle import Vehicle
 
     def car(speed: float) -> Vehicle:
-        c = Vehicle(dyn, dt=mv.step_for(Vehicle(dyn), speed))
+        c = Vehicle(dyn, dt=mv.step_for(Vehicle(dyn), speed), module=module)
         mv.statics(c)
         return c
 
@@ -107,6 +109,11 @@ def checks(ours: Side, theirs: Side) -> list[Check]:
     out.append(Check("drive_stop_vs_chrono", abs(stop - theirs.stop) / theirs.stop, STOP_BOUND,
                      f"stopping distance from {theirs.stop_speed:.4g} m/s: mechdyn {stop:.4g} m (its own "
                      f"{ours.stop:.4g} m from {ours.stop_speed:.4g}), Chrono {theirs.stop:.4g} m [relative]"))
+    x = np.linspace(0.0, 110.0, 221)  # through the three lanes: the lateral gap of the two paths at the same x
+    gap = np.abs(np.interp(x, *ours.lane_xy.T) - np.interp(x, *theirs.lane_xy.T)).max()
+    out.append(Check("drive_lane_vs_chrono", float(gap), LANE_BOUND,
+                     f"the lane change's path at {LANE_SPEED:g} m/s, largest lateral gap between the two through the "
+                     "lanes (the same path follower; the steering linkages differ) [m]"))
     rg, rc = ours.roll_gradient(), theirs.roll_gradient()
     out.append(Check("drive_roll_vs_chrono", abs(rg - rc) / abs(rc), ROLL_BOUND,
                      f"roll gradient mechdyn {rg:.3g}, Chrono {rc:.3g} deg per m/s² (linear against cubic springs) "

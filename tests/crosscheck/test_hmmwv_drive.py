@@ -62,3 +62,46 @@ def test_the_brake_stops_the_car(hd):
     assert r["rest"] and abs(r["v_brake"] - 20.0) < 0.05
     assert 20.0**2 / (2 * 0.8 * 9.81) < r["distance"] < 20.0**2 / (2 * 0.3 * 9.81)
     assert abs(df.y).max() < 0.25
+
+
+# ---- the comparison's gates (crosscheck/chrono/drive_compare.py), each tripped once by a planted bug
+
+
+@pytest.fixture(scope="module")
+def sides(hd):
+    from crosscheck.chrono.drive_compare import chrono_side, mechdyn_side
+    from mechdyn.core.parse import load_model
+    from mechdyn.dynamics import Dynamics
+
+    dyn = Dynamics(load_model("hmmwv_road"))
+    return dyn, mechdyn_side(dyn), chrono_side()
+
+
+def failed(checks, name: str) -> bool:
+    (c,) = [c for c in checks if c.name == name]
+    return not c.passed
+
+
+def test_the_comparison_passes_and_each_gate_trips_on_a_planted_bug(sides):
+    import dataclasses
+
+    from crosscheck.chrono.drive_compare import checks, mechdyn_side
+    from mechdyn.contact import native
+    from mechdyn.sim import native as sim_native
+
+    dyn, ours, theirs = sides
+    assert all(c.passed for c in checks(ours, theirs)), checks(ours, theirs)
+    # the measurement: a yaw rate read 3 % high, a lateral acceleration 3 % high, twice the roll, the path 0.3 m off
+    for k, name in ((1, "drive_yaw_rate_vs_chrono"), (2, "drive_ay_vs_chrono"), (3, "drive_roll_vs_chrono")):
+        steady = ours.steady.copy()
+        steady[:, k] *= 2.0 if k == 3 else 1.03
+        assert failed(checks(dataclasses.replace(ours, steady=steady), theirs), name)
+    off = dataclasses.replace(ours, lane_xy=ours.lane_xy + [0.0, 0.3])
+    assert failed(checks(off, theirs), "drive_lane_vs_chrono")
+    # the law: TMeasy's sliding force 20 % high stops the car short
+    src = native.source()
+    old = "double fs = muscale * hypot(fxs * ca, fys * sa)"
+    assert src.count(old) == 1
+    planted = mechdyn_side(dyn, sim_native.compile(contact_text=src.replace(old, "double fs = 1.2 * muscale * "
+                                                                                   "hypot(fxs * ca, fys * sa)")))
+    assert failed(checks(planted, theirs), "drive_stop_vs_chrono")
