@@ -100,8 +100,8 @@ def test_the_comparison_passes_and_each_gate_trips_on_a_planted_bug(sides):
     assert failed(checks(off, theirs), "drive_lane_vs_chrono")
     # the law: TMeasy's sliding force 20 % high stops the car short
     src = native.source()
-    old = "double fs = muscale * hypot(fxs * ca, fys * sa)"
+    old = "fs = muscale * hypot(fxs * ca, fys * sa)"
     assert src.count(old) == 1
-    planted = mechdyn_side(dyn, sim_native.compile(contact_text=src.replace(old, "double fs = 1.2 * muscale * "
+    planted = mechdyn_side(dyn, sim_native.compile(contact_text=src.replace(old, "fs = 1.2 * muscale * "
                                                                                    "hypot(fxs * ca, fys * sa)")))
     assert failed(checks(planted, theirs), "drive_stop_vs_chrono")
