@@ -405,47 +405,19 @@ def plot(samples: RigSamples, path: str | Path, law: Law | None = None) -> Path:
     return path
 
 
-def wheel_text(tire_json: str, terrain_z: float, mu: float, contact: str) -> str:
-    """A one-wheel `.mech` model: a free hub, the wheel spinning about its y on it, the tire from `tire_json` on a
-    flat terrain at `terrain_z` with the road's friction `mu` (the rig's, float and all)."""
-    return f"""gravity 0 0 -9.81
-body hub
-  parent base
-  joint floating
-  mass 100
-  inertia 1 1 1 0 0 0
-end
-body wheel
-  parent hub
-  joint revolute y
-  mass 56.4
-  inertia 4.3 7.3 4.3 0 0 0
-  fext 1
-end
-ground
-  terrain plane 0 0 1 {terrain_z!r}
-  kn 1e6
-  mu {mu!r}
-end
-tire t
-  wheel wheel
-  data {tire_json}
-  contact {contact}
-end
-"""
-
-
 def mechdyn_law(samples: RigSamples, module=None) -> Law:
     """mechdyn's own tire law (mechdyn.contact, its C; `module` a planted copy) as `compare` takes it: each sample's
     spindle row set on a one-wheel model of the same tire, terrain and friction, and the law's local force and
     moment read off its info (TIRE_INFO)."""
+    from crosscheck.tires import wheel_text
     from mechdyn.contact.producers import Contact
     from mechdyn.contact.tires import TIRE_INFO
     from mechdyn.core.parse import parse
 
     z0, mu = float(np.ravel(samples.terrain_z)[0]), float(np.ravel(samples.mu)[0])
     path = str(MODEL_DATA / TIRE_JSON[samples.tire])
-    cons = {c: Contact(parse(wheel_text(path, z0, mu, c)), module=module) for c in ("single", "four")}
+    cons = {c: Contact(parse(wheel_text(path, c, f"plane 0 0 1 {z0!r}", mu)), module=module)
+            for c in ("single", "four")}
     cols = [TIRE_INFO.index(c) for c in ("Fx", "Fy", "Fz", "Mx", "My", "Mz")]
 
     def law(rows: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,6 +32,16 @@ def _real(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
+def _in_place(name: str, a, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """`a`, the caller's state that C updates in place: refused unless a writeable C-contiguous float64 array
+    of `shape` (a copy would be updated instead, silently)."""
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable):
+        raise ValueError(f"{name} must be a writeable C-contiguous float64 array ({what}, updated in place)")
+    if a.shape != shape:
+        raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+    return a
+
+
 def _dt(dt) -> float:
     v = float(dt)
     if not (math.isfinite(v) and v >= 0.0):
@@ -142,11 +152,7 @@ class Contact:
         if anchors is None:
             a = ffi.NULL
         else:
-            if not (isinstance(anchors, np.ndarray) and anchors.dtype == np.float64 and anchors.flags.c_contiguous
-                    and anchors.flags.writeable):
-                raise ValueError("anchors must be a writeable C-contiguous float64 array (updated in place)")
-            if anchors.shape != (self.ncorner, 4):
-                raise ValueError(f"anchors has shape {anchors.shape}, expected ({self.ncorner}, 4)")
+            _in_place("anchors", anchors, (self.ncorner, 4), "the ground's anchors")
             if not dt > 0:
                 raise ValueError("anchored friction needs dt > 0 (its slide is a return over the step)")
             a = ffi.from_buffer("double[]", anchors)
@@ -163,14 +169,8 @@ class Contact:
         if not self.ntire:
             return fext, 0.0
         ffi = self.ffi
-        if state is None:
-            st = ffi.NULL
-        else:
-            if not (isinstance(state, np.ndarray) and state.dtype == np.float64 and state.flags.c_contiguous
-                    and state.flags.writeable and state.shape == (self.ntire, 2)):
-                raise ValueError(f"state must be a writeable C-contiguous float64 array of shape ({self.ntire}, 2) "
-                                 "(the bristles, updated in place)")
-            st = ffi.from_buffer("double[]", state)
+        st = ffi.NULL if state is None else ffi.from_buffer(
+            "double[]", _in_place("state", state, (self.ntire, 2), "the tires' bristles"))
         out = ffi.NULL if info is None else ffi.from_buffer("double[]", info)
         U = self.lib.md_tire_fext(self._tires_c, self.ntire, self._ground_c, self.mu_road,
                                   ffi.from_buffer("double[]", X), dt, st, ffi.from_buffer("double[]", fext), out)

@@ -207,55 +207,59 @@ def iso3888(lanes: tuple[tuple[float, float, float, float], ...], lead: float = 
 
 
 @dataclass
+class Pid:
+    """Chrono's controllers' PID on an error: the derivative by a backward difference, the integral by the
+    trapezoidal rule, the output clipped to [−1, 1]."""
+    kp: float
+    ki: float = 0.0
+    kd: float = 0.0
+    _err: float = field(default=0.0, init=False)
+    _int: float = field(default=0.0, init=False)
+
+    def __call__(self, err: float, dt: float) -> float:
+        d = (err - self._err) / dt
+        self._int += 0.5 * (err + self._err) * dt
+        self._err = err
+        return float(np.clip(self.kp * err + self.ki * self._int + self.kd * d, -1.0, 1.0))
+
+    @classmethod
+    def from_json(cls, gains: dict) -> "Pid":
+        return cls(gains["Kp"], gains["Ki"], gains["Kd"])
+
+
+@dataclass
 class PathFollower:
     """Chrono's path steering controller (ChPathSteeringController, hmmwv/driver/SteeringController.json): a
     sentinel `lookahead` m ahead of the chassis, its distance to the path's closest point signed by the side
     it lies on, through a PID into the normalized steering in [−1, 1]."""
     path: Path2D
-    kp: float = 0.5
-    ki: float = 0.0
-    kd: float = 0.0
+    pid: Pid = field(default_factory=lambda: Pid(0.5))
     lookahead: float = 5.0
-    _err: float = field(default=0.0, init=False)
-    _int: float = field(default=0.0, init=False)
 
     @classmethod
     def hmmwv(cls, path: Path2D, data: Path = DATA) -> "PathFollower":
         d = _json(data / "driver" / "SteeringController.json")
-        return cls(path, d["Gains"]["Kp"], d["Gains"]["Ki"], d["Gains"]["Kd"], d["Lookahead Distance"])
+        return cls(path, Pid.from_json(d["Gains"]), d["Lookahead Distance"])
 
     def __call__(self, pos: np.ndarray, heading: np.ndarray, dt: float) -> float:
         sentinel = pos + self.lookahead * heading
         target = self.path.closest(sentinel)
         s, tv = sentinel - pos, target - pos
-        err = math.copysign(float(np.linalg.norm(target - sentinel)), s[0] * tv[1] - s[1] * tv[0])
-        d = (err - self._err) / dt
-        self._int += 0.5 * (err + self._err) * dt
-        self._err = err
-        return float(np.clip(self.kp * err + self.ki * self._int + self.kd * d, -1.0, 1.0))
+        return self.pid(math.copysign(float(np.linalg.norm(target - sentinel)), s[0] * tv[1] - s[1] * tv[0]), dt)
 
 
 @dataclass
 class SpeedController:
     """Chrono's speed controller (ChSpeedController, hmmwv/driver/SpeedController.json): a PID on the speed
     error; its output in [−1, 1] is the throttle when positive, the braking when negative."""
-    kp: float = 0.4
-    ki: float = 0.0
-    kd: float = 0.0
-    _err: float = field(default=0.0, init=False)
-    _int: float = field(default=0.0, init=False)
+    pid: Pid = field(default_factory=lambda: Pid(0.4))
 
     @classmethod
     def hmmwv(cls, data: Path = DATA) -> "SpeedController":
-        g = _json(data / "driver" / "SpeedController.json")["Gains"]
-        return cls(g["Kp"], g["Ki"], g["Kd"])
+        return cls(Pid.from_json(_json(data / "driver" / "SpeedController.json")["Gains"]))
 
     def __call__(self, target: float, speed: float, dt: float) -> float:
-        err = target - speed
-        d = (err - self._err) / dt
-        self._int += 0.5 * (err + self._err) * dt
-        self._err = err
-        return float(np.clip(self.kp * err + self.ki * self._int + self.kd * d, -1.0, 1.0))
+        return self.pid(target - speed, dt)
 
 
 # ---------------------------------------------------------------------------------------------- the log

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from crosscheck.tires import wheel_text
 from mechdyn.contact import native
 from mechdyn.contact.producers import Contact
 from mechdyn.contact.tires import TIRE_INFO, strip_comments
@@ -24,33 +25,7 @@ FIALA = MODELS / "data" / "hmmwv" / "tire" / "HMMWV_FialaTire.json"
 
 def wheel_model(data: Path, contact: str = "single", terrain: str = "plane 0 0 1 0", extra: str = "") -> str:
     """One wheel spinning about y on a free hub, 0.45 m above the terrain."""
-    return f"""
-gravity 0 0 -9.81
-body hub
-  parent base
-  joint floating
-  xtree 0 0 0.45
-  mass 500
-  inertia 10 10 10 0 0 0
-end
-body wheel
-  parent hub
-  joint revolute y
-  mass 56.4
-  inertia 4.3 7.3 4.3 0 0 0
-  fext 1
-end
-ground
-  terrain {terrain}
-  kn 1e6
-  mu 0.8
-end
-tire t
-  wheel wheel
-  data {data}
-  contact {contact}
-end
-{extra}"""
+    return wheel_text(str(data), contact, terrain) + extra
 
 
 def rows(nbody: int, R: np.ndarray, p, w=(0, 0, 0), v=(0, 0, 0), body: int = 1) -> np.ndarray:
