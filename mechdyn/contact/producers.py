@@ -254,7 +254,7 @@ class Contact:
                            + (f" ({r.pins} pins)" if r.kind != FACE else "") for r in b.rollers)
             lines.append(f"band {b.track.name}: kn {b.kn:g} N/m, cn {b.cn:.0f} N·s/m (ζ {self.law.zeta_band:g} "
                          f"on the {b.track.mass:g} kg shoe), mu {b.mu:g}; {rs}")
-        if self.ground is not None:
+        if self.ncorner:  # the ground's own law acts on track pads only; tires read its terrain and mu
             g = self.ground
             lines.append(f"ground: kn {g.kn:g} N/m, cg {g.cg:.0f} N·s/m (ζ {self.law.zeta_ground:g} on "
                          f"{g.supported_mass:.1f} kg per corner, a quarter of {self.ncorner} corners loaded), "
