@@ -49,7 +49,9 @@ end
 
 # ---- the laws in NumPy, from docs/tires.md alone (the product's C and its reader are not read here)
 
-# Chrono's load per tire, kg, of load index 0.. (docs/tires.md: 280 indices, 108 is 1000 kg)
+# Chrono's load per tire, kg, of load index 0.. (docs/tires.md: 280 indices, 108 is 1000 kg). The product's reader
+# carries the same table: kept apart on purpose, so the two routes share nothing (Chrono's rig ties the product's
+# to Chrono's own).
 _LI = np.array([
     45, 46.5, 47.5, 48.7, 50, 51.5, 53, 54.5, 56, 58, 60, 61.5, 63, 65, 67, 69, 71, 73, 75, 77.5, 80, 82.5, 85,
     87.5, 90, 92.5, 95, 97.5, 100, 103, 106, 109, 112, 115, 118, 121, 125, 128, 132, 136, 140, 145, 150, 155, 160,
