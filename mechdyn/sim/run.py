@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from tqdm import tqdm
@@ -114,8 +114,10 @@ def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet"
             raise ValueError(f"model '{dyn.model.name}' is driven: its explicit steppers take tau and act, not fext")
         from .contact import ContactSim  # here: contact.py builds on this module
 
-        # Verlet with the velocity predictor, as fwd_dyn_sim steps it: second order with dampers
-        return ContactSim(dyn, ramp_ground=0.0, ramp_band=0.0, predictor=True).run(
+        # Verlet with the velocity predictor, as fwd_dyn_sim steps it: second order with dampers. The loop reads
+        # the model without its ground, bands and tires: simulate has no contact, driven or not
+        bare = replace(dyn.model, ground=None, tracks=(), tires=())
+        return ContactSim(dyn, model=bare, ramp_ground=0.0, ramp_band=0.0, predictor=True).run(
             q, qd, T, dt, scheme, stride, tau=tau, act=act, dt_sched=dt_sched, progress=progress)
     if scheme in IMPLICIT:
         if implicit is not None and implicit.refresh is not None:

@@ -103,3 +103,27 @@ def test_the_implicit_stepper_settles_the_car_on_its_tires():
     res = settle(dyn(), 4.0, dt=2e-3, scheme="galpha", implicit=Implicit())  # as mechdyn sim settles
     assert all(g.passed for g in res.gates), [g.line() for g in res.gates if not g.passed]
     assert res.run.newton is not None
+
+
+def test_simulate_steps_a_driven_model_without_its_contact():
+    """simulate has no contact, driven or not: hmmwv_road (driven, on tires) steps as the drivers' reaction
+    dynamics integrated by hand (semi-implicit Euler), its tires ignored. Its contact once leaked in through the
+    contact loop that steps driven models (Project Chrono's free-flight gate caught it)."""
+    from mechdyn.core.integrate import integrate
+    from mechdyn.sim.run import simulate
+
+    d = dyn()
+    m, dt, n = d.model, 2e-5, 200
+    q, qd = m.q_design.copy(), np.zeros(m.nv)
+    tr = simulate(d, q, qd, n * dt, dt, scheme="euler", stride=n)
+    q, qd, act = d.driven_state(q, qd, 0.0)
+    for k in range(n):
+        qd = qd + dt * d.react(q, qd, np.zeros(m.nv), None, act)[0]
+        q = integrate(m, q, qd, dt)
+        q, qd, act = d.driven_state(q, qd, (k + 1) * dt)
+    assert np.abs(tr.q[-1] - q).max() < 1e-9
+    # the check can fail: the same steps with the tires in (the leak) land elsewhere
+    from mechdyn.sim.contact import ContactSim
+
+    leak = ContactSim(d, ramp_ground=0.0, predictor=True).run(m.q_design, np.zeros(m.nv), n * dt, dt, "euler", n)
+    assert np.abs(leak.q[-1] - q).max() > 1e-6
