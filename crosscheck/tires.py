@@ -138,7 +138,7 @@ def read_tire(path: str) -> dict:
     des = d["Design"]
     t = {"law": "tmeasy", "r0": float(des["Unloaded Radius [m]"]), "r_rim": float(des["Rim Radius [m]"]),
          "w": float(des["Width [m]"]), "mass": float(des["Mass [kg]"]),
-         "mu0": float(d.get("Coefficient of Friction", 0.8)), "rr": float(d.get("Rolling Resistance Coefficient", 0.015))}
+         "mu0": float(d.get("Coefficient of Friction", 0.8)), "rr": float(d.get("Rolling Resistance Coefficient", 0.01 if "Parameters" in d else 0.015))}
     r_bot, k_bot = None, None
     if "Parameters" in d:
         par = d["Parameters"]
@@ -166,8 +166,8 @@ def read_tire(path: str) -> dict:
         for name, _, _, is_force in PAIRS:
             a, b = GUESS[d["Vehicle Type"]][name]
             t[name] = (a * pn, b * 2.0 * pn) if is_force else (a, b)
-    t["r_bot"] = t["r_rim"] + 0.01 if r_bot is None else float(r_bot)
-    t["k_bot"] = 5.0 * t["d1"] if k_bot is None else float(k_bot)
+    t["r_bot"] = float(r_bot) if r_bot else t["r_rim"] + 0.01  # absent or 0: Chrono's default
+    t["k_bot"] = float(k_bot) if k_bot else 5.0 * t["d1"]
     return t
 
 

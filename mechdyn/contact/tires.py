@@ -209,7 +209,7 @@ def _tmeasy(f: _File, common: dict) -> TireParams:
     if rim >= r0:
         raise MechError(f.path, f.line("Rim Radius [m]"), f'"Rim Radius [m]" {rim:g} is not below "Unloaded Radius '
                                                           f'[m]" {r0:g}; expected a rim inside its tire')
-    rr, mu0 = 0.015, 0.8  # Chrono's defaults, which the file's own keys override below
+    rr, mu0 = 0.01, 0.8  # Chrono's constructor's defaults (the estimate sets rr 0.015), the file's keys override
     r_bottom = k_bottom = d2 = 0.0
     if f.has("Parameters"):
         v = ("Parameters", "Vertical")
@@ -243,6 +243,7 @@ def _tmeasy(f: _File, common: dict) -> TireParams:
         dz = 2.0 * DAMPING_RATIO * math.sqrt(d1 * mass)
         curve = tuple(x * (pn if i in _FORCE_CURVES else 1.0)
                       for i, pair in enumerate(guess["curve"]) for x in pair)
+        rr = 0.015  # GuessTruck80Par and GuessPassCar70Par set it
     else:
         raise MechError(f.path, 1, 'a TMeasyTire file without "Parameters" or "Load Index"; expected one of them '
                                    '(mechdyn does not read the "Maximum Bearing Capacity [N]" estimate)')
