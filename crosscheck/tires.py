@@ -138,7 +138,8 @@ def read_tire(path: str) -> dict:
     des = d["Design"]
     t = {"law": "tmeasy", "r0": float(des["Unloaded Radius [m]"]), "r_rim": float(des["Rim Radius [m]"]),
          "w": float(des["Width [m]"]), "mass": float(des["Mass [kg]"]),
-         "mu0": float(d.get("Coefficient of Friction", 0.8)), "rr": float(d.get("Rolling Resistance Coefficient", 0.01 if "Parameters" in d else 0.015))}
+         "mu0": float(d.get("Coefficient of Friction", 0.8)),
+         "rr": float(d.get("Rolling Resistance Coefficient", 0.01 if "Parameters" in d else 0.015))}
     r_bot, k_bot = None, None
     if "Parameters" in d:
         par = d["Parameters"]
@@ -323,7 +324,8 @@ def _tmeasy(t: dict, ground: Ground, depth: float, vel: np.ndarray, ws: float, g
         F0 = F0 * (fc / F0n)
     znew = z
     if dt > 0.0:
-        znew = (2.0 * z * fc + 2.0 * fc * dt * vs - z * dt * SIGMA0 * np.abs(vs)) / (2.0 * fc + dt * SIGMA0 * np.abs(vs))
+        a = dt * SIGMA0 * np.abs(vs)
+        znew = (2.0 * z * fc + 2.0 * fc * dt * vs - z * a) / (2.0 * fc + a)
     w = sine_step(vel[0], BLEND_V0, 0.0, BLEND_V1, 1.0)
     Fx, Fy = (1.0 - w) * F0[0] + w * Fx, (1.0 - w) * F0[1] + w * Fy
     Mz = -Fy * p_len * trail(abs(sy), c["nL0"], c["sq0"], c["sqe"]) if vel[0] >= 1.0 else 0.0

@@ -594,10 +594,9 @@ def bench_vehicle(dyn: Dynamics, speed: float = 15.0, dt: float | None = None, r
     from mechdyn.sim import manoeuvres as mv
     from mechdyn.sim.vehicle import Vehicle
 
-    dt = dt or mv.step_for(Vehicle(dyn), speed)
-    best_step, best_whole, sim, stages, control, step = np.inf, np.inf, 0.0, {}, 0.0, dt
+    best_step, best_whole, sim, stages, control, step = np.inf, np.inf, 0.0, {}, 0.0, 0.0
     for k in range(repeats + 1):
-        car = Vehicle(dyn, dt=dt, timed=k == repeats)
+        car = Vehicle(dyn, speed=speed, dt=dt, timed=k == repeats)
         mv.statics(car)
         car.stages.clear()
         start = time.process_time()

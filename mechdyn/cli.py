@@ -432,7 +432,7 @@ def cmd_manoeuvre(args: argparse.Namespace, model: Model) -> int:
     speeds = {"brake": 1.0, "turn": 4.0, "lane": args.speed or 15.0}  # each run's lowest rolling speed
     gates, names = [], None
     for w in which:
-        car = Vehicle(dyn, dt=args.dt or mv.step_for(Vehicle(dyn), speeds[w]))
+        car = Vehicle(dyn, speed=speeds[w], dt=args.dt)
         names = [model.bodies[b].name for b in car.layout.wheels]
         st = mv.statics(car)
         if w == which[0]:

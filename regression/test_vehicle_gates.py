@@ -22,7 +22,7 @@ LANE_SPEED = 15.0  # m/s: the lane change's (mechdyn sim --manoeuvre lane's defa
 def car(speed: float, dt: float | None = None) -> Vehicle:
     """hmmwv_road settled on its tires, its step the accuracy step for `speed` (the lowest it rolls at)."""
     dyn = dynamics(MODEL)
-    return Vehicle(dyn, dt=dt or mv.step_for(Vehicle(dyn), speed))
+    return Vehicle(dyn, speed=speed, dt=dt)
 
 
 @cache
@@ -33,7 +33,7 @@ def results() -> dict[str, Gate]:
     out |= {g.name: g for g in mv.straight_brake(c).gates}
     c = car(4.0)
     out |= {g.name: g for g in mv.constant_radius(c).gates}
-    dt = mv.step_for(Vehicle(dynamics(MODEL)), LANE_SPEED)
+    dt = car(LANE_SPEED).dt
     runs = []
     for step in (dt, dt / 2):
         c = car(LANE_SPEED, step)

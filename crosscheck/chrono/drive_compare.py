@@ -74,7 +74,7 @@ def mechdyn_side(dyn, module=None) -> Side:
     from mechdyn.sim.vehicle import Vehicle
 
     def car(speed: float) -> Vehicle:
-        c = Vehicle(dyn, dt=mv.step_for(Vehicle(dyn), speed), module=module)
+        c = Vehicle(dyn, speed=speed, module=module)
         mv.statics(c)
         return c
 
@@ -135,7 +135,8 @@ def figure(ours: Side, theirs: Side, path: Path) -> Path:
         sp = s.steady[:, 0]
         ax[0].plot(sp, s.steady[:, 1], style, label=s.name)
         ax[1].plot(sp, s.steady[:, 2], style, label=s.name)
-        ax[2].plot(s.steady[:, 2], np.degrees(s.steady[:, 3]), style, label=f"{s.name}: {s.roll_gradient():.3g} deg/(m/s²)")
+        ax[2].plot(s.steady[:, 2], np.degrees(s.steady[:, 3]), style,
+                   label=f"{s.name}: {s.roll_gradient():.3g} deg/(m/s²)")
         ax[3].plot(*s.brake_v, style[1:], label=f"{s.name}: {s.stop:.4g} m from {s.stop_speed:.4g} m/s")
         ax[4].plot(s.lane_xy[:, 0], s.lane_xy[:, 1], style[1:],
                    label=f"{s.name}: real-time factor {s.lane_rtf:.3g}")

@@ -450,9 +450,10 @@ def law_errors(samples: RigSamples, module=None) -> np.ndarray:
 
 
 def _unloaded_radius(tire: str) -> float:
-    from mechdyn.contact.tires import tire_params
+    """The tire's unloaded radius, read by the second route (crosscheck/tires.py), not the product's reader."""
+    from crosscheck.tires import read_tire
 
-    return tire_params("t", 0, str(MODEL_DATA / TIRE_JSON[tire]), "single", np.array([0.0, 1.0, 0.0])).r0
+    return read_tire(str(MODEL_DATA / TIRE_JSON[tire]))["r0"]
 
 
 def camber_single_point(samples: RigSamples) -> np.ndarray:

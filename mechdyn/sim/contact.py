@@ -220,6 +220,11 @@ class ContactSim:
         return None if self._anchors is None else self._anchors.copy()
 
     @property
+    def tire_state(self) -> np.ndarray:
+        """The tires' bristles (ntire, 2) the runs carry on (tire.c): a copy."""
+        return self._tire_state[: 2 * self.contact.ntire].reshape(-1, 2).copy()
+
+    @property
     def impulse(self) -> np.ndarray:
         """The ground's impulse (6: moment about the world origin, force) accumulated over every run so far."""
         return self._impulse.copy()

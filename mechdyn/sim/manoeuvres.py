@@ -14,7 +14,6 @@ import numpy as np
 
 from mechdyn.contact.tires import TIRE_INFO
 
-from .contact import accuracy_step
 from .energy import mechanics, total_mass
 from .gate import Gate, below
 from .run import SimulationDiverged
@@ -149,10 +148,12 @@ def _braking_gates(car: Vehicle, log: Log, onset: int, base: float) -> tuple[Gat
     return (
         below("brake_balance", float(np.abs(E[:n] - E[0]).max() / scale), BALANCE_BOUND, "of the kinetic energy",
               f"kinetic + potential + tires' springs + dissipated work over the braking from "
-              f"{log['speed'][onset - 1]:.3g} m/s down to {fr_end:g} m/s ({log['t'][onset - 1 + n - 1] - log['t'][onset - 1]:.3g} s"
+              f"{log['speed'][onset - 1]:.3g} m/s down to {fr_end:g} m/s "
+              f"({log['t'][onset - 1 + n - 1] - log['t'][onset - 1]:.3g} s"
               f", kinetic {scale:.4g} J); the tires dissipated {wc[n - 1]:.4g} J"),
         below("brake_passivity", drop, hold, "J", f"the tires' dissipated work's largest fall, against the most "
-                                                  f"their bristles can store ({hold:.3g} J); it ends at {wc[-1]:.4g} J"),
+                                                  f"their bristles can store ({hold:.3g} J); it ends at "
+                                                  f"{wc[-1]:.4g} J"),
     )
 
 
@@ -300,8 +301,3 @@ def lane_change(car: Vehicle, speed: float = 15.0, lead: float = 20.0, width: fl
                    f"(negative: inside; lanes for b {width:.3f} m; the cg's largest distance from the centre line "
                    f"{dev:.3g} m)"),)
     return LaneChange(gates, speed, dev, over, log, log.seconds, car.dt, lanes, width)
-
-
-def step_for(car: Vehicle, speed: float) -> float:
-    """The accuracy step for a manoeuvre whose lowest rolling speed is `speed` (accuracy_step)."""
-    return accuracy_step(car.sim.contact, speed=speed).dt

@@ -25,7 +25,7 @@ from mechdyn.core import motion
 from mechdyn.core.motion import Motion
 from mechdyn.dynamics import Dynamics
 
-from .contact import Brake, ContactSim
+from .contact import Brake, ContactSim, accuracy_step
 
 DATA = Path(__file__).resolve().parents[2] / "models" / "data" / "hmmwv"
 STEER_DRIVER = "steer"
@@ -119,7 +119,8 @@ class Driveline:
             return gear - 1
         return gear
 
-    def wheel_torques(self, omega: np.ndarray, front: np.ndarray, throttle: float, gear: int) -> tuple[np.ndarray, float]:
+    def wheel_torques(self, omega: np.ndarray, front: np.ndarray, throttle: float,
+                      gear: int) -> tuple[np.ndarray, float]:
         """Each wheel's drive torque, and the engine's rpm, at wheel speeds `omega` (rad/s) in `gear`."""
         ratio = self.gears[gear] * self.conical  # wheel speed over engine speed
         rpm = max(float(np.mean(omega)), 0.0) / ratio * 30.0 / math.pi
@@ -310,24 +311,27 @@ def _euler(R: np.ndarray) -> tuple[float, float, float]:
 class Vehicle:
     """A wheeled model on its tires, stepped in C between control updates (the module docstring)."""
 
-    def __init__(self, dyn: Dynamics, dt: float = 2e-4, control_dt: float = 0.02,
+    def __init__(self, dyn: Dynamics, speed: float = 0.0, dt: float | None = None, control_dt: float = 0.02,
                  driveline: Driveline | None = None, rack_per_steer: float | None = None, module=None,
                  timed: bool = False) -> None:
-        """`dt` the longest step (shortened to a whole number of steps per control period), `control_dt` the
-        control period. `rack_per_steer`: rack
+        """`speed` the lowest speed the car will roll at, m/s, which sets the accuracy step (accuracy_step), or
+        `dt` the step; either shortened to a whole number of steps per control period `control_dt`.
+        `rack_per_steer`: rack
         travel, m, at full steering (+1: a left turn); by default the HMMWV rack-and-pinion's "Pinion" "Radius"
         0.1 m times its "Maximum Angle (deg)" 50 (hmmwv/steering/HMMWV_RackPinion.json), signed so +1 turns
         left. `module`: the contact loop compiled over other contact C (a test's planted copy). `timed`: split the
         stepping into the loop's stages (`stages`, s; the clock reads add a little)."""
         self.dyn, self.sim = dyn, ContactSim(dyn, ramp_ground=0.0, module=module)
         self.layout = layout(dyn)
+        dt = accuracy_step(self.sim.contact, speed=speed).dt if dt is None else float(dt)
         # the control period is kept and the step shortened to a whole number of steps in it: a step from an
         # accuracy rule is a bound, and runs at dt and dt/2 then share their control times
         self.steps = max(1, math.ceil(control_dt / dt - 1e-9))
         self.control_dt = float(control_dt)
         self.dt = self.control_dt / self.steps
         self.driveline = driveline or Driveline.hmmwv()
-        self.rack_per_steer = rack_per_steer if rack_per_steer is not None else self._rack_sign() * 0.1 * math.radians(50)
+        self.rack_per_steer = (rack_per_steer if rack_per_steer is not None
+                               else self._rack_sign() * 0.1 * math.radians(50))
         m = dyn.model
         self.q = np.array(m.q_design if m.q_design is not None else m.q0(), dtype=float)
         self.qd = np.zeros(dyn.nv)
@@ -338,9 +342,9 @@ class Vehicle:
         self.stages: dict[str, float] = {}  # s per stage of the stepping so far, when timed
         self._rack = (0.0, 0.0)  # the rack's last set point: its time and offset, m
         if self.layout.steer is not None:  # the loops' reach over the whole steering range, checked once
-            r = abs(self.rack_per_steer)
+            r, own = abs(self.rack_per_steer), dyn.motions[self.layout.steer]
             dyn.set_motion(self.layout.steer, motion.table([0.0, 1.0, 2.0, 3.0], [0.0, -r, r, 0.0]))
-            dyn.set_motion(self.layout.steer, Motion("constant", (0.0,)))
+            dyn.set_motion(self.layout.steer, own)
 
     # -- geometry
 
@@ -361,7 +365,11 @@ class Vehicle:
 
     def chassis_pose(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chassis's R, cg position and cg velocity (world)."""
-        X = self.dyn.bodies(q, qd)[self.layout.chassis]
+        return self._pose(self.dyn.bodies(q, qd))
+
+    def _pose(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """chassis_pose from the body rows X."""
+        X = X[self.layout.chassis]
         R = X[:9].reshape(3, 3)
         r = R @ self.dyn.model.bodies[self.layout.chassis].cg
         w, v = X[12:15], X[15:18]
@@ -395,16 +403,15 @@ class Vehicle:
             out.append(Brake(w, float(self.q[m.qidx[w]]), 0.0, c))
         return tuple(out)
 
-    def step(self, drive: np.ndarray, braking: float, rack: float, dissipation: bool = False):
-        """One control period with wheel torques `drive` (N·m, per wheel), `braking` in [0, 1] and the rack's set
-        point `rack` (m): the ContactRun (with `dissipation`, its work_contact column integrated)."""
+    def step(self, drive: np.ndarray, brakes: tuple[Brake, ...], rack: float, dissipation: bool = False):
+        """One control period with wheel torques `drive` (N·m, per wheel), the wheels' `brakes` (`_brakes`) and
+        the rack's set point `rack` (m): the ContactRun (with `dissipation`, its work_contact column integrated)."""
         m, lay = self.dyn.model, self.layout
         tau = np.zeros(self.dyn.nv)
         for w, T in zip(lay.wheels, drive):
             tau[m.vidx[w]] = T
         if lay.steer is not None:
             self._steer_to(rack)
-        brakes = self._brakes(braking)
         if brakes or self.sim.brakes:
             self.sim.set_brakes(brakes)
         run = self.sim.run(self.q, self.qd, T=self.control_dt, dt=self.dt, stride=self.steps, t0=self.t, tau=tau,
@@ -453,51 +460,57 @@ class Vehicle:
         rows, tires, drives, brakes, qs, qds, seconds = [], [], [], [], [], [], 0.0
         energy = []  # per period: the dampers' and brakes' work so far, the contact's dissipated work, u_tire
         rack = self._rack[1]
-        for _ in tqdm(range(n), desc=f"drive {m.name}", unit="period", leave=False, disable=None if progress else True):
-            R, cg, vcg = self.chassis_pose(self.q, self.qd)
-            heading = R[:2, 0] / np.linalg.norm(R[:2, 0])
-            fwd = float(vcg[:2] @ heading)
-            if callable(steer):
-                s = steer(cg[:2], heading, self.control_dt)
-            else:
-                s = None if steer is None else float(np.clip(steer, -1, 1))
-            if s is not None and lay.steer is not None:
-                rack = s * self.rack_per_steer
-            thr, brk = (throttle or 0.0), braking
-            if spd is not None:
-                out = spd(speed, fwd, self.control_dt)
-                thr, brk = max(out, 0.0), max(-out, 0.0)
-            omega = np.array([self.qd[m.vidx[w]] for w in lay.wheels])
-            torques, rpm = dl.wheel_torques(omega, np.array(lay.front), thr, self.gear)
-            self.gear = dl.gear_for(self.gear, rpm)
-            if thr == 0.0 and spd is None and throttle is None:
-                torques = np.zeros_like(torques)  # coasting with the clutch open: no engine drag
-            bk = self._brakes(brk)
-            run = self.step(torques, brk, rack, dissipation)
-            seconds += run.seconds
-            self.work += float(run.col("work")[-1])
-            energy.append((self.work, float(run.col("work_contact")[-1]), float(run.col("u_tire")[-1])))
-            X = self.dyn.bodies(self.q, self.qd)
-            tires.append(self.sim.contact.tire_info(X, self.sim._tire_state.reshape(-1, 2)[: len(lay.wheels)]))
-            drives.append(torques)
-            brakes.append([b.c * abs(self.qd[m.vidx[b.body]]) for b in bk] if bk else np.zeros(len(lay.wheels)))
-            qs.append(self.q.copy())
-            qds.append(self.qd.copy())
-            rows.append((self.t, s if s is not None else 0.0, rack, thr, brk, self.gear, rpm))
-            if until is not None and until(fwd):
-                break
+        X = self.dyn.bodies(self.q, self.qd)
+        own = self.dyn.motions.get(lay.steer)  # the steering driver's own motion, given back after the drive
+        try:  # the periods' steering motions are this drive's: other users of dyn see the driver's own after it
+            for _ in tqdm(range(n), desc=f"drive {m.name}", unit="period", leave=False,
+                          disable=None if progress else True):
+                R, cg, vcg = self._pose(X)
+                heading = R[:2, 0] / np.linalg.norm(R[:2, 0])
+                fwd = float(vcg[:2] @ heading)
+                if callable(steer):
+                    s = steer(cg[:2], heading, self.control_dt)
+                else:
+                    s = None if steer is None else float(np.clip(steer, -1, 1))
+                if s is not None and lay.steer is not None:
+                    rack = s * self.rack_per_steer
+                thr, brk = (throttle or 0.0), braking
+                if spd is not None:
+                    out = spd(speed, fwd, self.control_dt)
+                    thr, brk = max(out, 0.0), max(-out, 0.0)
+                omega = np.array([self.qd[m.vidx[w]] for w in lay.wheels])
+                torques, rpm = dl.wheel_torques(omega, np.array(lay.front), thr, self.gear)
+                self.gear = dl.gear_for(self.gear, rpm)
+                if thr == 0.0 and spd is None and throttle is None:
+                    torques = np.zeros_like(torques)  # coasting with the clutch open: no engine drag
+                bk = self._brakes(brk)
+                run = self.step(torques, bk, rack, dissipation)
+                seconds += run.seconds
+                self.work += float(run.col("work")[-1])
+                energy.append((self.work, float(run.col("work_contact")[-1]), float(run.col("u_tire")[-1])))
+                X = self.dyn.bodies(self.q, self.qd)
+                tires.append(self.sim.contact.tire_info(X, self.sim.tire_state))
+                drives.append(torques)
+                brakes.append([b.c * abs(self.qd[m.vidx[b.body]]) for b in bk] if bk else np.zeros(len(lay.wheels)))
+                qs.append(self.q.copy())
+                qds.append(self.qd.copy())
+                rows.append((self.t, s if s is not None else 0.0, rack, thr, brk, self.gear, rpm, *self._pose(X),
+                             X[self.layout.chassis, 14]))
+                if until is not None and until(fwd):
+                    break
+        finally:
+            if own is not None:
+                self.dyn.set_motion(lay.steer, own)
         return self._log(rows, tires, drives, brakes, qs, qds, seconds, energy)
 
     def _log(self, rows, tires, drives, brakes, qs, qds, seconds, energy) -> Log:
         cols = {k: [] for k in LOG_SCALARS}
-        for (t, s, rack, thr, brk, gear, rpm), q, qd in zip(rows, qs, qds):
-            R, cg, v = self.chassis_pose(q, qd)
+        for t, s, rack, thr, brk, gear, rpm, R, cg, v, yaw_rate in rows:
             yaw, pitch, roll = _euler(R)
-            w = self.dyn.bodies(q, qd)[self.layout.chassis, 12:15]
             c, sn = math.cos(yaw), math.sin(yaw)
             for k, x in (("t", t), ("x", cg[0]), ("y", cg[1]), ("z", cg[2]), ("yaw", yaw), ("roll", roll),
                          ("pitch", pitch), ("speed", c * v[0] + sn * v[1]), ("vy", -sn * v[0] + c * v[1]),
-                         ("yaw_rate", w[2]), ("steer", s), ("rack", rack), ("throttle", thr), ("braking", brk),
+                         ("yaw_rate", yaw_rate), ("steer", s), ("rack", rack), ("throttle", thr), ("braking", brk),
                          ("gear", gear), ("rpm", rpm)):
                 cols[k].append(x)
             cols.setdefault("_v", []).append(v[:2])

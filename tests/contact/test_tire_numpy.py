@@ -57,36 +57,6 @@ SHARED = ("depth", "Fz", "slip", "slip_lat", "camber", "Fx", "Fy", "Mx", "My", "
 FORCES = ("Fz", "Fx", "Fy", "Mx", "My", "Mz", "bristle_x", "bristle_y")
 
 
-def model_text(data: Path, contact: str, terrain: str) -> str:
-    return f"""
-gravity 0 0 -9.81
-body hub
-  parent base
-  joint floating
-  xtree 0 0 0.6
-  mass 100
-  inertia 1 1 1 0 0 0
-end
-body wheel
-  parent hub
-  joint revolute y
-  mass 56.4
-  inertia 4.3 7.3 4.3 0 0 0
-  fext 1
-end
-ground
-  terrain {terrain}
-  kn 1e6
-  mu 0.8
-end
-tire t
-  wheel wheel
-  data {data}
-  contact {contact}
-end
-"""
-
-
 @cache
 def data_file(law: str) -> Path:
     """The law's data file; the generated routes written once per session, with a comment to strip."""
@@ -100,7 +70,7 @@ def data_file(law: str) -> Path:
 @cache
 def setup(law: str, contact: str, terrain: str):
     data = data_file(law)
-    model = parse(model_text(data, contact, TERRAINS[terrain]), "<string>")
+    model = parse(route.wheel_text(str(data), contact, TERRAINS[terrain]), "<string>")
     return model, route.read_tire(str(data))
 
 

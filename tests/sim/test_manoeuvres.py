@@ -26,7 +26,7 @@ def planted(old: str, new: str):
 
 
 def car(speed: float, module=None, dt: float | None = None) -> Vehicle:
-    return Vehicle(dyn(), dt=dt or mv.step_for(Vehicle(dyn()), speed), module=module)
+    return Vehicle(dyn(), speed=speed, dt=dt, module=module)
 
 
 def failed(gates, name: str) -> bool:
@@ -127,3 +127,11 @@ def test_simulate_steps_a_driven_model_without_its_contact():
 
     leak = ContactSim(d, ramp_ground=0.0, predictor=True).run(m.q_design, np.zeros(m.nv), n * dt, dt, "euler", n)
     assert np.abs(leak.q[-1] - q).max() > 1e-6
+
+
+def test_a_drive_gives_the_steering_driver_its_own_motion_back():
+    """A Vehicle steers by setting the rack driver's motion each period; after the drive the shared Dynamics has
+    the driver's own motion again (a later run on it must not steer by a table left behind)."""
+    own = dyn().motions["steer"]
+    car(1.0).drive(0.1, steer=0.5)
+    assert dyn().motions["steer"] == own
