@@ -314,21 +314,20 @@ class Dynamics:
         f = np.array([motion.evaluate(m, t) for m in self._motions]).reshape(-1, 3)
         return f[:, 0].copy(), f[:, 1].copy(), f[:, 2].copy()
 
-    def driven_state(self, q, qd, t: float = 0.0, act=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def driven_state(self, q, qd, t: float = 0.0, act=None,
+                     close: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(q, qd, act) at time t with each driven coordinate, rate and act slot set by its schedule, and the other
-        coordinates moved onto the loops (nearest in velocity space, the driven ones held) when a driven one moved."""
+        coordinates moved onto the loops (nearest in velocity space, the driven ones held). close=False leaves
+        them: for a state the stepping itself reached at t, already on its schedule and its loops."""
         m = self.model
         q = np.array(real_array("q", q, (self.nq,)))
         qd = np.array(real_array("qd", qd, (self.nv,)))
         act = np.zeros(self.nact) if act is None else np.array(real_array("act", act, (self.nact,)))
         f, fd, fdd = self.drive(t)
         q0 = m.q0()
-        moved = False
         for d, x, xd, xdd in zip(m.drivers, f, fd, fdd):
-            iq, iv = m.qidx[d.body], m.vidx[d.body]
-            moved |= abs(q0[iq] + x - q[iq]) > 1e-12 * max(1.0, abs(q[iq])) or abs(xd - qd[iv]) > 1e-12 * max(1.0, abs(xd))
-            q[iq], qd[iv], act[d.act] = q0[iq] + x, xd, xdd
-        if m.loops and moved:  # a state already on its schedule (a run carried on) is left where the stepping put it
+            q[m.qidx[d.body]], qd[m.vidx[d.body]], act[d.act] = q0[m.qidx[d.body]] + x, xd, xdd
+        if m.loops and close:
             q = close_loops(m, q, m.driven)
             qd = project_qd(m, q, qd, held=m.driven)
         return q, qd, act
