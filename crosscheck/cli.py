@@ -30,7 +30,6 @@ from crosscheck.checks import Check
 from crosscheck.report import DEFAULT_FACTOR
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, InputError, Parser, add_model_argument, atomic_write, float_range,
                              int_range, load_model, model_of, output_dir, output_file, positive_float, run, seed, sim_steps, trials)
-from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.errors import clip, listed
 
 
@@ -781,7 +780,7 @@ def parser() -> argparse.ArgumentParser:
                     "count flops and instructions, and write the golden (atomically)")
     gd.add_argument("--derivatives", action="store_true", help="the derivatives' golden instead "
                     "(regression/golden/derivatives/<model>.npz): fwd_dyn_derivs' blocks at the golden's first "
-                    f"states and their flop count; --all: the models of at most {MAX_NV} velocity coordinates")
+                    f"states and their flop count; --all: every model")
     gd.set_defaults(func=cmd_golden)
     return p
 

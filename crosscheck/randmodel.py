@@ -31,6 +31,8 @@ class Spec:
     floating: bool = True  # a floating root body
     loops: int = 0  # spherical or distance closures between two bodies of different branches
     aligned: bool = False  # no rotations, every axis +z: the same topology and masses, frames aligned
+    chain: bool = False  # each body the child of the one before it: one long chain, not a random tree
+    springs: int | None = None  # TSDAs between neighbours, the first ones (None: between every pair)
 
 
 def _fmt(x) -> str:
@@ -67,6 +69,7 @@ def random_mech(seed: int, spec: Spec = Spec()) -> str:
     for i in range(spec.bodies):
         floating = spec.floating and i == 0
         parent = -1 if floating or i == 0 else int(rng.integers(-1 if not spec.floating else 0, i))
+        parent = i - 1 if spec.chain and i > 0 else parent  # drawn either way: the other numbers stay the same
         parents.append(parent)
         # the axis and the rotation are drawn whether they are written or not, so that aligned=True draws the
         # same numbers: the same topology, masses and points, only the frames differ
@@ -84,7 +87,7 @@ def random_mech(seed: int, spec: Spec = Spec()) -> str:
                   f"  inertia {_fmt(_inertia(rng, m))}", "  fext 1", "end"]
         lines += block
     lines += [f"poi p{i} b{i} {_fmt(rng.uniform(-0.2, 0.2, 3))}" for i in range(spec.bodies)]
-    lines += [f"tsda s{i}\n  between p{i} p{i + 1}\n  k 20\n  c 0.5\n  l0 0.1\nend" for i in range(spec.bodies - 1)]
+    lines += [f"tsda s{i}\n  between p{i} p{i + 1}\n  k 20\n  c 0.5\n  l0 0.1\nend" for i in range(spec.bodies - 1)][:spec.springs]
     lines += [f"rsda r{i}\n  joint b{i}\n  k 3\n  c 0.1\nend" for i in range(spec.bodies) if parents[i] >= 0 or
               not (spec.floating and i == 0)][:2]
     text = "\n".join(lines) + "\n"

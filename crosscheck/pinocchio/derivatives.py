@@ -35,7 +35,6 @@ import numpy as np
 from tqdm import tqdm
 
 from crosscheck.checks import Check
-from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.core.model import Model
 from mechdyn.core.sample import State, scaled_error, states
 from mechdyn.dynamics import Derivatives, Dynamics
@@ -58,8 +57,6 @@ def why_not(model: Model) -> str | None:
     """Why the model has no comparison with Pinocchio's derivatives, or None."""
     if model.loops:
         return f"{model.name} has loop closures: Pinocchio's computeABADerivatives is for trees"
-    if model.nv > MAX_NV:
-        return f"{model.name} has nv {model.nv}: the generated derivatives are refused past {MAX_NV} DoF"
     return None
 
 

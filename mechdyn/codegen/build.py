@@ -37,13 +37,18 @@ from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-expor
 from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
 from .generate import CDEF, DERIV_CDEF, DRIVEN_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
 
-UNITS = ("dynamics", "derivatives")  # a model's translation units: the derivatives are compiled apart, when asked for
+# a model's translation units: the derivatives are compiled apart, when asked for, by the cheaper route or by the
+# route named (derivatives-straight, derivatives-loop: the tests' second route)
+UNITS = ("dynamics", "derivatives", "derivatives-straight", "derivatives-loop")
 
 
 def _unit(unit: str) -> tuple:
     """(its generator, its cffi declarations, the module name's tag) of a translation unit (looked up at the call,
     so the seam tests' replaced generate is the one used)."""
-    return {"dynamics": (generate, CDEF, ""), "derivatives": (derivatives_unit, DERIV_CDEF, "_derivs")}[unit]
+    if unit.startswith("derivatives"):
+        route = unit.partition("-")[2] or None
+        return (lambda m: derivatives_unit(m, route)), DERIV_CDEF, "_derivs" + (f"_{route}" if route else "")
+    return generate, CDEF, ""
 
 
 @cache
@@ -52,7 +57,7 @@ def _generator_fingerprint() -> str:
     closure), so any change to them invalidates the cache."""
     h = hashlib.sha256(GENERATOR_VERSION.encode())
     core = Path(__file__).parents[1] / "core"
-    for f in sorted([*Path(__file__).parent.glob("*.py"), *core.glob("*.py")]):
+    for f in sorted([*Path(__file__).parent.glob("*.py"), *Path(__file__).parent.glob("*.c"), *core.glob("*.py")]):
         h.update(f.read_bytes())
     return h.hexdigest()
 

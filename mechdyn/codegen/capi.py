@@ -106,6 +106,7 @@ DERIV_CONSTANTS = (
     Constant("fwd_dyn_derivs_nact", "int", "act slots: the columns of dact"),
     Constant("fwd_dyn_derivs_nbody", "int", "bodies: dfext has 6 nbody columns"),
     Constant("fwd_dyn_derivs_flops", "long", "arithmetic operations per fwd_dyn_derivs call (fwd_dyn's included)"),
+    Constant("fwd_dyn_derivs_loops", "int", "1: the loop route (loops over the tree's tables); 0: straight-line"),
 )
 
 DERIV_FUNCTIONS = (

@@ -39,11 +39,6 @@ from .rnea import bias_force
 from .sspatial import cross
 from .tangent import Tangent, derivatives
 
-# The derivatives are straight-line code of O(nv²) values and more operations: past this many velocity coordinates
-# the C is too long to compile in reasonable time, and the caller is told so.
-MAX_NV = 48
-
-
 def _entry(d: dict, key: Hashable) -> Val:
     return d.get(key, 0.0)
 
@@ -84,13 +79,11 @@ def directions(model: Model) -> dict[str, list[Hashable]]:
             "dfext": [("f", k) for k in range(6 * model.nbody)]}
 
 
-def derivatives_builder(model: Model) -> tuple[Builder, dict[str, list[list[Val]]]]:
+def derivatives_builder(model: Model, budget: int | None = None) -> tuple[Builder, dict[str, list[list[Val]]]]:
     """fwd_dyn and its derivatives in one builder; the values of qdd (as a 1 × nv block) and of each block of
-    directions(), row i the derivatives of qdd[i]."""
-    if model.nv > MAX_NV:
-        raise ValueError(f"{model.path}: derivatives are generated for models of at most {MAX_NV} velocity "
-                         f"coordinates; '{model.name}' has {model.nv}")
+    directions(), row i the derivatives of qdd[i]. Past `budget` emitted operations it raises OverBudget."""
     b = Builder(path=model.path)
+    b.budget = budget
     s = system(b, model, "crba")
     nv, nc = model.nv, len(s.rows)
     if model.drivers:  # qdd_d = act_d held by each driver (driven.py): a is the right-hand side of those rows

@@ -21,7 +21,7 @@ from .elements import tsda_state
 from .equations import system
 from .expr import OPS_COUNTED, Builder, OverBudget, Sym
 from .kinematics import TreeKinematics
-from . import aba, driven, frames, kkt, schedule
+from . import aba, derivs_loop, driven, frames, kkt, schedule
 from .derivs import derivatives_builder
 from .ltdl import expanded_parents, floating_blocks, ltdl_forward
 from .stepper import damped, drift_function, power_body, sim_function
@@ -397,17 +397,33 @@ PARTS_NOTE = ("\n/* Three parts: the API (0), fwd_dyn's stages (1), fwd_dyn_batc
 
 
 DERIV_SPLIT = 8000  # fwd_dyn_derivs longer than this many statements is emitted as stage functions in two parts
+# The straight-line route is taken only up to this many operations, whatever the loop route costs: gcc's time grows
+# with a unit's length (hmmwv_pitman's 235,182 take about 50 s), and past this it would take minutes
+STRAIGHT_MAX = 300_000
 DERIV_STAGE = 2000  # statements per stage: the derivatives are compiled on first use, so compile time counts
 _DERIV_PARAMS = ", ".join(DERIV_FUNCTION["fwd_dyn_derivs"].params)
 _DERIV_ARGS = "q, qd, tau, fext, act, qdd, dq, dqd, dtau, dact, dfext"
 
 
-def derivatives_unit(model: Model) -> Generated:
-    """The derivatives' translation unit (derivs.py): fwd_dyn_derivs on the model with its frames slid, its
-    batched twin, the sizes and the operation count. A long body is cut into stage functions (simd.py), their
-    halves compiled as two parts side by side."""
-    m = model
-    b, blocks = derivatives_builder(slid(m)[1])
+def derivatives_unit(model: Model, route: str | None = None) -> Generated:
+    """The derivatives' translation unit: fwd_dyn_derivs on the model with its frames slid, its batched twin,
+    the sizes and the operation count, by the cheaper of the two routes: straight-line (derivs.py) or loops over
+    the tree's tables (derivs_loop.py). The straight-line builder is abandoned once it has emitted more
+    operations than the loop route costs or than STRAIGHT_MAX. A long straight-line body is cut into stage functions (simd.py), their
+    halves compiled as two parts side by side. `route` ("straight" or "loop") takes that route whatever it
+    costs."""
+    m = slid(model)[1]
+    loop = None if route == "straight" else derivs_loop.loop_route(m)
+    if route == "loop":
+        return _loop_unit(model, loop)
+    loop_flops = None if loop is None else loop.flops
+    budget = None if loop_flops is None else min(loop_flops, STRAIGHT_MAX)
+    if budget is not None and derivs_loop.straight_solves_at_least(m) > budget:
+        return _loop_unit(model, loop)  # not worth building the straight-line route to find out
+    try:
+        b, blocks = derivatives_builder(m, budget=budget)
+    except OverBudget:
+        return _loop_unit(model, loop)
     clear = []  # the structural zeros of every block, then its other entries stored
     for name, rows in blocks.items():
         if name != "qdd" and rows[0]:
@@ -418,6 +434,8 @@ def derivatives_unit(model: Model) -> Generated:
                     b.store(f"{name}[{i * len(row) + j}]", x)
     lines, ops = b.finish(sincos=False, scheduled=True)
     flops = sum(ops[o] for o in OPS_COUNTED)
+    if loop_flops is not None and flops > loop_flops:
+        return _loop_unit(model, loop)
     stages: list[str] = []
     protos = ""
     if len(lines) > DERIV_SPLIT:
@@ -425,24 +443,48 @@ def derivatives_unit(model: Model) -> Generated:
                                               DERIV_STAGE)
     else:
         body = sincos_batch(b.angles) + lines
+    head = _deriv_head(model, "straight-line", flops, bool(b.angles), ops["sqrt"] > 0)
+    api = _deriv_api(model, flops, protos, null_guards(m) + clear + body)
+    if not stages:
+        return Generated(model, head + api, ops, 0, None)
+    half = (len(stages) + 1) // 2
+    return Generated(model, head + part(0, api) + part(1, "".join(stages[:half])) + part(2, "".join(stages[half:])),
+                     ops, 0, None, parts=3)
+
+
+def _loop_unit(model: Model, loop: derivs_loop.LoopRoute) -> Generated:
+    """The derivatives' unit by the loop route (derivs_loop.py); the loops' operations are counted under "+" (their
+    count is not split by kind). Long straight-line parts' stages are two more parts, compiled side by side."""
+    ops = loop.ops + Counter({"+": loop.kernel})
+    head = _deriv_head(model, "loop", loop.flops, loop.trig, ops["sqrt"] > 0)
+    api = loop.text + _deriv_api(model, loop.flops, "", null_guards(slid(model)[1]) + loop.body, loops=True)
+    if not loop.stages:
+        return Generated(model, head + api, ops, 0, None)
+    half = (len(loop.stages) + 1) // 2
+    return Generated(model, head + part(0, api) + part(1, "".join(loop.stages[:half]))
+                     + part(2, "".join(loop.stages[half:])), ops, 0, None, parts=3)
+
+
+def _deriv_head(model: Model, how: str, flops: int, trig: bool, sqrt: bool) -> str:
+    m = model
+    return (f"/* Derivatives of the forward dynamics of model '{m.name}', generated by mechdyn (generator version "
+            f"{GENERATOR_VERSION}), {how} route.\n * nq {m.nq}, nv {m.nv}, act slots {m.nact}; {flops} operations "
+            "per call. Conventions: docs/derivatives.md. Do not edit. */\n"
+            + includes() + VECTOR_TYPES + (SINCOS_C if trig else "") + (SQRT_C if sqrt else ""))
+
+
+def _deriv_api(model: Model, flops: int, protos: str, body: list[str], loops: bool = False) -> str:
+    """The sizes, fwd_dyn_derivs around `body` and its batched twin."""
+    m = model
     values = {"fwd_dyn_derivs_nv": m.nv, "fwd_dyn_derivs_nact": m.nact, "fwd_dyn_derivs_nbody": m.nbody,
-              "fwd_dyn_derivs_flops": flops}
+              "fwd_dyn_derivs_flops": flops, "fwd_dyn_derivs_loops": int(loops)}
     nq, nv, na, nf = m.nq, m.nv, m.nact, 6 * m.nbody
     step = {"q": nq, "qd": nv, "tau": nv, "fext": nf, "act": na, "qdd": nv, "dq": nv * nv, "dqd": nv * nv,
             "dtau": nv * nv, "dact": nv * na, "dfext": nv * nf}
     at = lambda a: f"{a} + (long)k * {step[a]}"  # noqa: E731
     call = ", ".join([at("q"), at("qd"), at("tau"), f"fext ? {at('fext')} : 0", f"act ? {at('act')} : 0",
                       *(at(x) for x in ("qdd", "dq", "dqd", "dtau", "dact", "dfext"))])
-    head = (f"/* Derivatives of the forward dynamics of model '{m.name}', generated by mechdyn (generator version "
-            f"{GENERATOR_VERSION}).\n * nq {nq}, nv {nv}, act slots {na}; {flops} operations per call. "
-            "Conventions: docs/derivatives.md. Do not edit. */\n"
-            + includes() + VECTOR_TYPES + (SINCOS_C if b.angles else "") + (SQRT_C if ops["sqrt"] else ""))
-    api = ("\n" + "".join(DERIV_CONSTANT[n].definition(v) + "\n" for n, v in values.items())
-           + "\n" + protos + DERIV_FUNCTION["fwd_dyn_derivs"].header() + "\n{\n" + _indent(null_guards(m) + clear + body)
-           + "}\n\n" + DERIV_FUNCTION["fwd_dyn_derivs_batch"].header() + "\n{\n"
-           + f"    for (int k = 0; k < n; ++k)\n        fwd_dyn_derivs({call});\n}}\n")
-    if not stages:
-        return Generated(model, head + api, ops, 0, None)
-    half = (len(stages) + 1) // 2
-    return Generated(model, head + part(0, api) + part(1, "".join(stages[:half])) + part(2, "".join(stages[half:])),
-                     ops, 0, None, parts=3)
+    return ("\n" + "".join(DERIV_CONSTANT[n].definition(v) + "\n" for n, v in values.items())
+            + "\n" + protos + DERIV_FUNCTION["fwd_dyn_derivs"].header() + "\n{\n" + _indent(body)
+            + "}\n\n" + DERIV_FUNCTION["fwd_dyn_derivs_batch"].header() + "\n{\n"
+            + f"    for (int k = 0; k < n; ++k)\n        fwd_dyn_derivs({call});\n}}\n")

@@ -22,7 +22,6 @@ from crosscheck.dense.loops import loop_system
 from crosscheck.dense_compare import qdd_gate
 from mechdyn.codegen import derivs as derivs_module
 from mechdyn.codegen import kkt, tangent
-from mechdyn.codegen.derivs import MAX_NV
 from mechdyn.codegen.expr import Builder
 from mechdyn.codegen.generate import choose_route, slid
 from mechdyn.core.integrate import quat_mul, retract
@@ -155,7 +154,7 @@ def block_errors(D: Derivatives, ref: dict[str, np.ndarray], h: float) -> dict[s
 
 
 # -- the models ----------------------------------------------------------------------------------------------------
-ACCEPTED = [m for m in MODELS if load_model(m).nv <= MAX_NV]
+ACCEPTED = MODELS
 NSTATES = 3
 _built: dict[str, Dynamics] = {}
 
@@ -205,12 +204,13 @@ def figures(errs: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:.1e}" for k, v in errs.items())
 
 
-def qdd_bound(model: Model) -> tuple[str, float]:
-    """fwd_dyn's route, and the bound on its qdd against fwd_dyn_derivs' (always the CRBA route): QDD_TOL on the
-    same route; on the articulated-body route, the two routes' own gate (crosscheck.dense_compare.qdd_gate:
+def qdd_bound(dyn: Dynamics) -> tuple[str, float]:
+    """fwd_dyn's route, and the bound on its qdd against fwd_dyn_derivs': QDD_TOL where both take the CRBA route
+    (the straight-line derivatives always do); else the two routes' own gate (crosscheck.dense_compare.qdd_gate:
     round-off times cond(H), which two different solves do not share)."""
-    route = choose_route(slid(model)[1])[0].name
-    return route, QDD_TOL if route == "crba" else qdd_gate(model)
+    route = choose_route(slid(dyn.model)[1])[0].name
+    same = route == "crba" and not dyn.derivatives_lib.fwd_dyn_derivs_loops
+    return route, QDD_TOL if same else qdd_gate(dyn.model)
 
 
 def qdd_and_batch_errors(dyn: Dynamics, xs: list[Input], single: list[Derivatives],
@@ -288,7 +288,7 @@ def test_qdd_is_fwd_dyn_s_and_the_batch_is_the_single_calls(name):
     single = [dyn.derivatives(*x) for x in xs]
     Q, QD, TAU, F, A = (np.array([x[k] for x in xs]) for k in range(5))
     qdd, unequal = qdd_and_batch_errors(dyn, xs, single, dyn.derivatives_batch(Q, QD, TAU, F, A))
-    route, bound = qdd_bound(dyn.model)
+    route, bound = qdd_bound(dyn)
     print(f"\n{name}: qdd vs fwd_dyn ({route} route) {qdd:.1e} (bound {bound:.0e}); batch entries differing from "
           f"single calls: {unequal}")
     assert qdd <= bound and unequal == 0
@@ -524,10 +524,9 @@ def test_batch_shapes_are_checked_as_forward_batch_checks_them():
         assert str(got.value) == str(want.value)
 
 
-def test_a_model_over_max_nv_is_refused_with_its_size():
-    """chain63 (63 links) has its dynamics, not its derivatives: the refusal names the limit and the size."""
-    dyn = mechdyn.load("chain63")
-    assert dyn.nv > MAX_NV
-    with pytest.raises(ValueError, match=rf"derivatives are generated for models of at most {MAX_NV} velocity "
-                                         rf"coordinates; 'chain63' has {dyn.nv}"):
-        dyn.derivatives(dyn.model.q0(), np.zeros(dyn.nv), np.zeros(dyn.nv))
+def test_a_model_past_the_old_size_cap_has_its_derivatives_by_the_loop_route():
+    """chain63 (63 links; past the 48 coordinates the straight-line derivatives were capped at) takes the loop
+    route (derivs_loop.py), chosen by operation count."""
+    dyn = derivs("chain63")
+    assert dyn.nv == 63 and dyn.derivatives_lib.fwd_dyn_derivs_loops == 1
+    assert derivs("elbow").derivatives_lib.fwd_dyn_derivs_loops == 0

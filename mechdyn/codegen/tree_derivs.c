@@ -1,0 +1,514 @@
+/* The loop route of fwd_dyn_derivs (docs/derivatives.md "The loop route"): the analytic derivatives of the
+ * recursive Newton-Euler inverse dynamics (Carpentier and Mansard, RSS 2018) in world coordinates, and the
+ * KKT solves, as loops over the tree's tables. Emitted once into each derivatives unit that takes this route
+ * (derivs_loop.py); the model's tables and its straight-line parts (poses, elements, loop rows) are generated.
+ *
+ * Spatial vectors are Plücker coordinates about the world origin: a motion [w; v], a force [n; f]. Every
+ * matrix is row-major. TD_OPS(k) counts k arithmetic operations where a build defines it (the count's test). */
+#ifndef TD_OPS
+#define TD_OPS(k) ((void)0)
+#endif
+
+typedef struct {
+    int nv, nb, nc;          /* velocity coordinates, bodies, loop rows */
+    const int *bparent;      /* nb: each body's parent body, -1 at the base */
+    const int *dbody;        /* nv: each coordinate's body */
+    const int *dfirst;       /* nb: each body's first coordinate */
+    const int *dcount;       /* nb: its number of coordinates */
+    const double *S;         /* 6 nv: each coordinate's motion subspace column in its body's coordinates */
+    const double *mass;      /* nb */
+    const double *cg;        /* 3 nb: the CG in body coordinates */
+    const double *Icg;       /* 9 nb: the inertia about the CG in body coordinates */
+    const double *a0;        /* 6: the base's acceleration, -g */
+    int ncomp;               /* independent components: trees no loop or element joins */
+    const int *cstart;       /* ncomp + 1: each component's coordinates are perm[cstart[c] .. cstart[c+1]) */
+    const int *perm;         /* nv: coordinates by component, ascending within each */
+    const int *lpar;         /* nv: the expanded parent of perm[k] as a position within its component, -1 */
+    const int *rstart;       /* ncomp + 1: each component's loop rows are rperm[rstart[c] .. rstart[c+1]) */
+    const int *rperm;        /* nc */
+    const int *bcomp;        /* nb: each body's component */
+    const int *fextb;        /* nb: 1 where the body reads fext */
+    int nfext, nmax, rmax;   /* bodies that read fext; the largest component's coordinates and loop rows */
+} td_model;
+
+typedef struct {             /* per body, in world coordinates */
+    double I[36], Ic[36], B[36];  /* the inertia; the subtree's inertia and its rate dI/dt */
+    double v[6], a[6], h[6], G[6], X[6];  /* velocity, acceleration; the subtree's momentum, force, fext */
+} td_body;
+
+typedef struct {
+    td_body *bd;             /* nb */
+    double *J;               /* 6 nv: the world motion subspace columns */
+    double *tau_id;          /* nv: the inverse dynamics J^T (G - X) */
+    double *col;             /* 54 nv: each coordinate's vectors of td_id_derivs */
+} td_work;
+
+/* c = a x b for motion vectors. */
+static void td_crm(const double *a, const double *b, double *c)
+{
+    c[0] = a[1] * b[2] - a[2] * b[1]; c[1] = a[2] * b[0] - a[0] * b[2]; c[2] = a[0] * b[1] - a[1] * b[0];
+    c[3] = a[1] * b[5] - a[2] * b[4] + a[4] * b[2] - a[5] * b[1];
+    c[4] = a[2] * b[3] - a[0] * b[5] + a[5] * b[0] - a[3] * b[2];
+    c[5] = a[0] * b[4] - a[1] * b[3] + a[3] * b[1] - a[4] * b[0];
+    TD_OPS(30);
+}
+
+/* c = a x* f: a motion vector acting on a force. */
+static void td_crf(const double *a, const double *f, double *c)
+{
+    c[0] = a[1] * f[2] - a[2] * f[1] + a[4] * f[5] - a[5] * f[4];
+    c[1] = a[2] * f[0] - a[0] * f[2] + a[5] * f[3] - a[3] * f[5];
+    c[2] = a[0] * f[1] - a[1] * f[0] + a[3] * f[4] - a[4] * f[3];
+    c[3] = a[1] * f[5] - a[2] * f[4]; c[4] = a[2] * f[3] - a[0] * f[5]; c[5] = a[0] * f[4] - a[1] * f[3];
+    TD_OPS(30);
+}
+
+/* y = M x for a 6 x 6 M. */
+static void td_mv(const double *M, const double *x, double *y)
+{
+    for (int r = 0; r < 6; ++r)
+        y[r] = M[6 * r] * x[0] + M[6 * r + 1] * x[1] + M[6 * r + 2] * x[2] + M[6 * r + 3] * x[3]
+               + M[6 * r + 4] * x[4] + M[6 * r + 5] * x[5];
+    TD_OPS(66);
+}
+
+/* a . b over six entries. */
+static double td_dot(const double *a, const double *b)
+{
+    TD_OPS(11);
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+/* y += x, y -= x over six entries. */
+static void td_add(double *y, const double *x) { for (int r = 0; r < 6; ++r) y[r] += x[r]; TD_OPS(6); }
+static void td_sub(double *y, const double *x) { for (int r = 0; r < 6; ++r) y[r] -= x[r]; TD_OPS(6); }
+
+/* The world spatial inertia of a body at pose (E, r): E rotates world coordinates into the body's, r is its
+ * origin. [Ibar, [h]x; [h]x^T, m 1] with h = m c the first moment and Ibar the inertia about the origin. */
+static void td_inertia(double m, const double *cb, const double *Ib, const double *E, const double *r, double *I)
+{
+    double c[3], Rt[9], RI[9];  /* c: the CG in world coordinates; R = E^T */
+    for (int i = 0; i < 3; ++i) {
+        c[i] = r[i] + E[i] * cb[0] + E[3 + i] * cb[1] + E[6 + i] * cb[2];
+        for (int j = 0; j < 3; ++j) Rt[3 * i + j] = E[3 * j + i];
+    }
+    for (int i = 0; i < 3; ++i)  /* R Ib */
+        for (int j = 0; j < 3; ++j) RI[3 * i + j] = Rt[3 * i] * Ib[j] + Rt[3 * i + 1] * Ib[3 + j] + Rt[3 * i + 2] * Ib[6 + j];
+    double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2], h[3] = {m * c[0], m * c[1], m * c[2]};
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            I[6 * i + j] = RI[3 * i] * Rt[3 * j] + RI[3 * i + 1] * Rt[3 * j + 1] + RI[3 * i + 2] * Rt[3 * j + 2]
+                           + m * ((i == j ? cc : 0.0) - c[i] * c[j]);
+    double hx[9] = {0.0, -h[2], h[1], h[2], 0.0, -h[0], -h[1], h[0], 0.0};
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            I[6 * i + 3 + j] = hx[3 * i + j];
+            I[6 * (3 + i) + j] = hx[3 * j + i];
+            I[6 * (3 + i) + 3 + j] = i == j ? m : 0.0;
+        }
+    TD_OPS(3 * 6 + 45 + 5 + 3 + 9 * 9);
+}
+
+/* dI/dt = v x* I - I v x = A + A^T with A = v x* I (I v x = -(v x* I)^T): a symmetric 6 x 6. */
+static void td_idot(const double *v, const double *I, double *B)
+{
+    double A[36], col[6], t[6];
+    for (int j = 0; j < 6; ++j) {
+        for (int r = 0; r < 6; ++r) col[r] = I[6 * r + j];
+        td_crf(v, col, t);
+        for (int r = 0; r < 6; ++r) A[6 * r + j] = t[r];
+    }
+    for (int r = 0; r < 6; ++r)
+        for (int c = 0; c < 6; ++c) B[6 * r + c] = A[6 * r + c] + A[6 * c + r];
+    TD_OPS(36);
+}
+
+/* The world columns J of every coordinate, each body's inertia and velocity. */
+static void td_kinematics(const td_model *M, const double *pose, const double *qd, td_work *w)
+{
+    for (int b = 0; b < M->nb; ++b) {
+        td_body *B = &w->bd[b];
+        const double *E = pose + 12 * b, *r = pose + 12 * b + 9;
+        int p = M->bparent[b];
+        for (int k = 0; k < 6; ++k) B->v[k] = p < 0 ? 0.0 : w->bd[p].v[k];
+        for (int j = M->dfirst[b]; j < M->dfirst[b] + M->dcount[b]; ++j) {
+            const double *s = M->S + 6 * j;
+            double *J = w->J + 6 * j, wv[3];
+            for (int i = 0; i < 3; ++i) {  /* E^T s */
+                J[i] = E[i] * s[0] + E[3 + i] * s[1] + E[6 + i] * s[2];
+                wv[i] = E[i] * s[3] + E[3 + i] * s[4] + E[6 + i] * s[5];
+            }
+            J[3] = r[1] * J[2] - r[2] * J[1] + wv[0];
+            J[4] = r[2] * J[0] - r[0] * J[2] + wv[1];
+            J[5] = r[0] * J[1] - r[1] * J[0] + wv[2];
+            for (int k = 0; k < 6; ++k) B->v[k] += J[k] * qd[j];
+            TD_OPS(54);
+        }
+        td_inertia(M->mass[b], M->cg + 3 * b, M->Icg + 9 * b, E, r, B->I);
+    }
+}
+
+/* Each body's acceleration at qdd (NULL: zero) and force I a + v x* I v, summed over subtrees into G, fext into
+ * X; tau_id = J^T (G - X). With `all`, also each subtree's momentum h and dI/dt B, which the derivatives need. */
+static void td_rnea(const td_model *M, const double *qdd, const double *fext, int all, td_work *w)
+{
+    double t[6], vJ[6];
+    for (int b = 0; b < M->nb; ++b) {
+        td_body *B = &w->bd[b];
+        int p = M->bparent[b];
+        for (int k = 0; k < 6; ++k) {
+            B->a[k] = p < 0 ? M->a0[k] : w->bd[p].a[k];
+            vJ[k] = p < 0 ? B->v[k] : B->v[k] - w->bd[p].v[k];
+        }
+        td_crm(B->v, vJ, t);
+        td_add(B->a, t);
+        if (qdd)
+            for (int j = M->dfirst[b]; j < M->dfirst[b] + M->dcount[b]; ++j) {
+                for (int k = 0; k < 6; ++k) B->a[k] += w->J[6 * j + k] * qdd[j];
+                TD_OPS(12);
+            }
+        td_mv(B->I, B->a, B->G);
+        td_mv(B->I, B->v, B->h);
+        td_crf(B->v, B->h, t);
+        td_add(B->G, t);
+        for (int k = 0; k < 6; ++k) B->X[k] = fext && M->fextb[b] ? fext[6 * b + k] : 0.0;
+        if (all) td_idot(B->v, B->I, B->B);
+        TD_OPS(p < 0 ? 0 : 6);
+    }
+    for (int b = M->nb - 1; b >= 0; --b) {
+        td_body *B = &w->bd[b];
+        double F[6];
+        for (int k = 0; k < 6; ++k) F[k] = B->G[k] - B->X[k];
+        TD_OPS(6);
+        for (int j = M->dfirst[b]; j < M->dfirst[b] + M->dcount[b]; ++j) w->tau_id[j] = td_dot(w->J + 6 * j, F);
+        int p = M->bparent[b];
+        if (p < 0) continue;
+        td_body *P = &w->bd[p];
+        td_add(P->G, B->G);
+        td_add(P->X, B->X);
+        if (all) {
+            td_add(P->h, B->h);
+            for (int k = 0; k < 36; ++k) P->B[k] += B->B[k];
+            TD_OPS(36);
+        }
+    }
+}
+
+/* Each subtree's composite inertia Ic, and H over the tree pattern into every component's block (lower
+ * triangle, component positions). */
+static void td_crba(const td_model *M, td_work *w, double *const *Hc)
+{
+    for (int b = 0; b < M->nb; ++b) memcpy(w->bd[b].Ic, w->bd[b].I, sizeof(double) * 36);
+    for (int b = M->nb - 1; b >= 0; --b) {
+        int p = M->bparent[b];
+        if (p < 0) continue;
+        for (int k = 0; k < 36; ++k) w->bd[p].Ic[k] += w->bd[b].Ic[k];
+        TD_OPS(36);
+    }
+    for (int c = 0; c < M->ncomp; ++c) {
+        int n = M->cstart[c + 1] - M->cstart[c];
+        const int *P = M->perm + M->cstart[c], *lp = M->lpar + M->cstart[c];
+        double *H = Hc[c], U[6];
+        for (int k = 0; k < n; ++k) {
+            td_mv(w->bd[M->dbody[P[k]]].Ic, w->J + 6 * P[k], U);
+            for (int l = k; l >= 0; l = lp[l]) H[n * k + l] = td_dot(w->J + 6 * P[l], U);
+        }
+    }
+}
+
+/* H = L^T L in place over the tree pattern (RBDA Table 6.3 with D = 1: L's diagonal holds the pivots' roots). */
+static void td_ltl(int n, const int *lp, double *H)
+{
+    for (int k = n - 1; k >= 0; --k) {
+        double d = sqrt(H[n * k + k]);
+        H[n * k + k] = d;
+        for (int i = lp[k]; i >= 0; i = lp[i]) H[n * k + i] /= d;
+        for (int i = lp[k]; i >= 0; i = lp[i])
+            for (int j = i; j >= 0; j = lp[j]) {
+                H[n * i + j] -= H[n * k + i] * H[n * k + j];
+                TD_OPS(2);
+            }
+        TD_OPS(1);
+        for (int i = lp[k]; i >= 0; i = lp[i]) TD_OPS(1);
+    }
+}
+
+/* X = H^-1 X for the m columns of X (n x m, row-major) from H's factor L^T L (RBDA Table 6.4). */
+static void td_solve(int n, const int *lp, const double *L, double *X, int m)
+{
+    for (int i = n - 1; i >= 0; --i) {  /* L^T y = x */
+        double *xi = X + (long)m * i, d = 1.0 / L[n * i + i];
+        for (int r = 0; r < m; ++r) xi[r] *= d;
+        for (int j = lp[i]; j >= 0; j = lp[j]) {
+            double *xj = X + (long)m * j, l = L[n * i + j];
+            for (int r = 0; r < m; ++r) xj[r] -= l * xi[r];
+            TD_OPS(2 * m);
+        }
+        TD_OPS(1 + m);
+    }
+    for (int i = 0; i < n; ++i) {  /* L x = y */
+        double *xi = X + (long)m * i, d = 1.0 / L[n * i + i];
+        for (int j = lp[i]; j >= 0; j = lp[j]) {
+            const double *xj = X + (long)m * j;
+            double l = L[n * i + j];
+            for (int r = 0; r < m; ++r) xi[r] -= l * xj[r];
+            TD_OPS(2 * m);
+        }
+        for (int r = 0; r < m; ++r) xi[r] *= d;
+        TD_OPS(1 + m);
+    }
+}
+
+/* The Cholesky factor of the r x r S in place (lower triangle), and x = S^-1 x for one column. */
+static void td_chol(int r, double *S)
+{
+    for (int j = 0; j < r; ++j) {
+        for (int k = 0; k < j; ++k) { S[r * j + j] -= S[r * j + k] * S[r * j + k]; TD_OPS(2); }
+        S[r * j + j] = sqrt(S[r * j + j]);
+        for (int i = j + 1; i < r; ++i) {
+            for (int k = 0; k < j; ++k) { S[r * i + j] -= S[r * i + k] * S[r * j + k]; TD_OPS(2); }
+            S[r * i + j] /= S[r * j + j];
+            TD_OPS(1);
+        }
+        TD_OPS(1);
+    }
+}
+
+static void td_cholsolve(int r, const double *S, double *x, int m)
+{
+    for (int i = 0; i < r; ++i) {
+        for (int k = 0; k < i; ++k)
+            for (int c = 0; c < m; ++c) { x[m * i + c] -= S[r * i + k] * x[m * k + c]; TD_OPS(2); }
+        for (int c = 0; c < m; ++c) { x[m * i + c] /= S[r * i + i]; TD_OPS(1); }
+    }
+    for (int i = r - 1; i >= 0; --i) {
+        for (int k = i + 1; k < r; ++k)
+            for (int c = 0; c < m; ++c) { x[m * i + c] -= S[r * k + i] * x[m * k + c]; TD_OPS(2); }
+        for (int c = 0; c < m; ++c) { x[m * i + c] /= S[r * i + i]; TD_OPS(1); }
+    }
+}
+
+/* The components' work: H's factor, Y = H^-1 K^T and the factor of S = K Y, per component. */
+typedef struct {
+    double **L, **Y, **S;    /* ncomp each */
+    double *X, *W, *pre;     /* the solve's block; K Z - G; the fext prefix sums (nb x 6 nmax) */
+} td_comp;
+
+/* qdd and mu of [H K^T; K 0] [qdd; mu] = [tau - C + Q; k], C the bias force with fext, K (nc x nv) and k
+ * the loops' rows. */
+static void td_forward(const td_model *M, const double *pose, const double *qd, const double *tau,
+                       const double *fext, const double *Q, const double *K, const double *k, td_work *w,
+                       td_comp *cw, double *qdd, double *mu)
+{
+    td_kinematics(M, pose, qd, w);
+    td_rnea(M, NULL, fext, 0, w);
+    td_crba(M, w, cw->L);
+    for (int c = 0; c < M->ncomp; ++c) {
+        int n = M->cstart[c + 1] - M->cstart[c], r = M->rstart[c + 1] - M->rstart[c], m = 1 + r;
+        const int *P = M->perm + M->cstart[c], *lp = M->lpar + M->cstart[c], *R = M->rperm + M->rstart[c];
+        double *X = cw->X, *S = cw->S[c];
+        td_ltl(n, lp, cw->L[c]);
+        for (int i = 0; i < n; ++i) {
+            X[m * i] = tau[P[i]] - w->tau_id[P[i]] + Q[P[i]];
+            for (int a = 0; a < r; ++a) X[m * i + 1 + a] = K[(long)M->nv * R[a] + P[i]];
+            TD_OPS(2);
+        }
+        td_solve(n, lp, cw->L[c], X, m);
+        for (int a = 0; a < r; ++a) {  /* Y, S = K Y, and K x - k */
+            for (int i = 0; i < n; ++i) cw->Y[c][r * i + a] = X[m * i + 1 + a];
+            double kx = -k[R[a]];
+            for (int i = 0; i < n; ++i) kx += K[(long)M->nv * R[a] + P[i]] * X[m * i];
+            mu[R[a]] = kx;
+            for (int e = 0; e < r; ++e) {
+                double s = 0.0;
+                for (int i = 0; i < n; ++i) s += K[(long)M->nv * R[a] + P[i]] * X[m * i + 1 + e];
+                S[r * a + e] = s;
+                TD_OPS(2 * n);
+            }
+            TD_OPS(2 * n);
+        }
+        td_chol(r, S);
+        double rmu[r > 0 ? r : 1];
+        for (int a = 0; a < r; ++a) rmu[a] = mu[R[a]];
+        td_cholsolve(r, S, rmu, 1);
+        for (int a = 0; a < r; ++a) mu[R[a]] = rmu[a];
+        for (int i = 0; i < n; ++i) {
+            double x = X[m * i];
+            for (int a = 0; a < r; ++a) { x -= X[m * i + 1 + a] * rmu[a]; TD_OPS(2); }
+            qdd[P[i]] = x;
+        }
+    }
+}
+
+/* dID/dq and dID/dqd at qdd into Dq and Dqd (nv x nv, row i: tau_i), over the tree pattern; the rest is left
+ * as it is. For coordinates j of body bj and i of body bi with bj an ancestor of bi or bi itself:
+ *   dtau_i/dq_j  = alpha_i . w_j + beta_i . u_j + gamma_i . J_j,   dtau_j/dq_i  = J_j . psi_i  (bj != bi),
+ *   dtau_i/dqd_j = alpha_i . z_j - beta_i . J_j,                    dtau_j/dqd_i = J_j . phi_i  (bj != bi),
+ * with u = J x v_p, w = J x a_p - u x v_p, z = J x (v_p + v), alpha = -Ic J, beta = J x* h - B J,
+ * gamma = -J x* X, psi = J x* G - Ic w - u x* h - B u, phi = B J - Ic z + J x* h, every subtree sum (Ic, h,
+ * B, G, X) of the coordinate's own body and v_p, a_p its parent's (docs/derivatives.md "The loop route"). */
+static void td_id_derivs(const td_model *M, const double *qdd, const double *fext, td_work *w, double *Dq,
+                         double *Dqd)
+{
+    double *col = w->col;
+    td_rnea(M, qdd, fext, 1, w);
+    const double zero[6] = {0};
+    for (int j = 0; j < M->nv; ++j) {  /* col: J, u, w, z, alpha, beta, gamma, psi, phi per coordinate */
+        const td_body *B = &w->bd[M->dbody[j]];
+        int p = M->bparent[M->dbody[j]];
+        const double *vp = p < 0 ? zero : w->bd[p].v, *ap = p < 0 ? M->a0 : w->bd[p].a, *J = w->J + 6 * j;
+        double *u = col + 54 * j, *ww = u + 6, *z = u + 12, *al = u + 18, *be = u + 24, *ga = u + 30, *ps = u + 36,
+               *ph = u + 42, t[6], s[6];
+        td_crm(J, vp, u);
+        td_crm(J, ap, ww);
+        td_crm(u, vp, t);
+        td_sub(ww, t);
+        for (int k = 0; k < 6; ++k) s[k] = vp[k] + B->v[k];
+        td_crm(J, s, z);
+        td_mv(B->Ic, J, al);
+        for (int k = 0; k < 6; ++k) al[k] = -al[k];
+        double Jh[6], BJ[6];
+        td_crf(J, B->h, Jh);
+        td_mv(B->B, J, BJ);
+        for (int k = 0; k < 6; ++k) be[k] = Jh[k] - BJ[k];
+        td_crf(J, B->X, ga);
+        for (int k = 0; k < 6; ++k) ga[k] = -ga[k];
+        td_crf(J, B->G, ps);
+        td_mv(B->Ic, ww, t);
+        td_sub(ps, t);
+        td_crf(u, B->h, t);
+        td_sub(ps, t);
+        td_mv(B->B, u, t);
+        td_sub(ps, t);
+        td_mv(B->Ic, z, t);
+        for (int k = 0; k < 6; ++k) ph[k] = BJ[k] - t[k] + Jh[k];
+        TD_OPS(24);
+    }
+    for (int i = 0; i < M->nv; ++i) {
+        int bi = M->dbody[i];
+        const double *ci = col + 54 * i, *Ji = w->J + 6 * i;
+        for (int bj = bi; bj >= 0; bj = M->bparent[bj])
+            for (int j = M->dfirst[bj]; j < M->dfirst[bj] + M->dcount[bj]; ++j) {
+                const double *cj = col + 54 * j, *Jj = w->J + 6 * j;
+                Dq[(long)M->nv * i + j] = td_dot(ci + 18, cj + 6) + td_dot(ci + 24, cj) + td_dot(ci + 30, Jj);
+                Dqd[(long)M->nv * i + j] = td_dot(ci + 18, cj + 12) - td_dot(ci + 24, Jj);
+                TD_OPS(3);
+                if (bj != bi) {
+                    Dq[(long)M->nv * j + i] = td_dot(Jj, ci + 36);
+                    Dqd[(long)M->nv * j + i] = td_dot(Jj, ci + 42);
+                }
+            }
+    }
+}
+
+/* dq, dqd, dtau, dact and dfext from the residual's derivatives: Dq, Dqd (in dq, dqd), Da (in dact), and the
+ * loop rows' Gq, Gqd, Ga. Per component, with Z = H^-1 D: d qdd = -Z + Y S^-1 (K Z - G); dtau is the
+ * constrained inverse H^-1 - Y S^-1 Y^T, and dfext its columns summed along each body's support times J. */
+static void td_finish(const td_model *M, int na, const double *K, const double *Gq, const double *Gqd,
+                      const double *Ga, td_work *w, td_comp *cw, double *dq, double *dqd, double *dtau,
+                      double *dact, double *dfext)
+{
+    const long nv = M->nv;
+    for (int c = 0; c < M->ncomp; ++c) {
+        int n = M->cstart[c + 1] - M->cstart[c], r = M->rstart[c + 1] - M->rstart[c], m = 3 * n + na;
+        const int *P = M->perm + M->cstart[c], *lp = M->lpar + M->cstart[c], *R = M->rperm + M->rstart[c];
+        double *X = cw->X, *W = cw->W;
+        for (int i = 0; i < n; ++i) {
+            double *x = X + (long)m * i;
+            for (int j = 0; j < n; ++j) {
+                x[j] = dq[nv * P[i] + P[j]];
+                x[n + j] = dqd[nv * P[i] + P[j]];
+                x[2 * n + j] = i == j ? -1.0 : 0.0;  /* dr/dtau = -1 */
+            }
+            for (int a = 0; a < na; ++a) x[3 * n + a] = dact[(long)na * P[i] + a];
+        }
+        td_solve(n, lp, cw->L[c], X, m);
+        if (r > 0) {
+            for (int a = 0; a < r; ++a) {
+                const double *Ka = K + nv * R[a];
+                double *wa = W + (long)m * a;
+                for (int j = 0; j < n; ++j) {
+                    wa[j] = -Gq[nv * R[a] + P[j]];
+                    wa[n + j] = -Gqd[nv * R[a] + P[j]];
+                    wa[2 * n + j] = 0.0;
+                }
+                for (int e = 0; e < na; ++e) wa[3 * n + e] = -Ga[(long)na * R[a] + e];
+                for (int i = 0; i < n; ++i) {
+                    double kai = Ka[P[i]];
+                    const double *x = X + (long)m * i;
+                    for (int j = 0; j < m; ++j) wa[j] += kai * x[j];
+                    TD_OPS(2 * m);
+                }
+            }
+            td_cholsolve(r, cw->S[c], W, m);
+            for (int i = 0; i < n; ++i) {
+                double *x = X + (long)m * i;
+                const double *y = cw->Y[c] + (long)r * i;
+                for (int a = 0; a < r; ++a) {
+                    const double *wa = W + (long)m * a;
+                    for (int j = 0; j < m; ++j) x[j] -= y[a] * wa[j];
+                    TD_OPS(2 * m);
+                }
+            }
+        }
+        for (int i = 0; i < n; ++i) {  /* X holds Z - Y S^-1 (K Z - G) = -d qdd */
+            const double *x = X + (long)m * i;
+            for (int j = 0; j < n; ++j) {
+                dq[nv * P[i] + P[j]] = -x[j];
+                dqd[nv * P[i] + P[j]] = -x[n + j];
+                dtau[nv * P[i] + P[j]] = -x[2 * n + j];
+            }
+            for (int a = 0; a < na; ++a) dact[(long)na * P[i] + a] = -x[3 * n + a];
+        }
+    }
+    if (!M->nfext) return;
+    const int nmax = M->nmax;
+    for (int b = 0; b < M->nb; ++b) {  /* the prefix sums of dtau's columns times J, down the tree */
+        int c = M->bcomp[b], n = M->cstart[c + 1] - M->cstart[c], p = M->bparent[b];
+        const int *P = M->perm + M->cstart[c];
+        double *pre = cw->pre + 6L * nmax * b;
+        if (p >= 0) memcpy(pre, cw->pre + 6L * nmax * p, sizeof(double) * 6 * n);
+        else memset(pre, 0, sizeof(double) * 6 * n);
+        for (int j = M->dfirst[b]; j < M->dfirst[b] + M->dcount[b]; ++j) {
+            const double *J = w->J + 6 * j;
+            for (int i = 0; i < n; ++i) {
+                double h = dtau[nv * P[i] + j];
+                for (int k = 0; k < 6; ++k) pre[6 * i + k] += h * J[k];
+                TD_OPS(12);
+            }
+        }
+        if (M->fextb[b])
+            for (int i = 0; i < n; ++i) memcpy(dfext + 6L * M->nb * P[i] + 6 * b, pre + 6 * i, sizeof(double) * 6);
+    }
+}
+
+/* The work of one call, in one allocation: NULL if there is no memory. */
+static void *td_begin(const td_model *M, int na, td_work *w, td_comp *cw)
+{
+    long nmax = M->nmax, rmax = M->rmax, m = 3 * nmax + na + 1 + rmax, size = 0;
+    for (int c = 0; c < M->ncomp; ++c) {
+        long n = M->cstart[c + 1] - M->cstart[c], r = M->rstart[c + 1] - M->rstart[c];
+        size += n * n + n * r + r * r;
+    }
+    size += 6L * M->nv + M->nv + 54L * M->nv + nmax * m + rmax * m + 6L * nmax * M->nb;
+    char *mem = malloc(sizeof(td_body) * M->nb + sizeof(double *) * 3 * M->ncomp + sizeof(double) * size);
+    if (!mem) return NULL;
+    w->bd = (td_body *)mem;
+    cw->L = (double **)(mem + sizeof(td_body) * M->nb);
+    cw->Y = cw->L + M->ncomp;
+    cw->S = cw->Y + M->ncomp;
+    double *d = (double *)(cw->S + M->ncomp);
+    for (int c = 0; c < M->ncomp; ++c) {
+        long n = M->cstart[c + 1] - M->cstart[c], r = M->rstart[c + 1] - M->rstart[c];
+        cw->L[c] = d; d += n * n;
+        cw->Y[c] = d; d += n * r;
+        cw->S[c] = d; d += r * r;
+    }
+    w->J = d; d += 6L * M->nv;
+    w->tau_id = d; d += M->nv;
+    w->col = d; d += 54L * M->nv;
+    cw->X = d; d += nmax * m;
+    cw->W = d; d += rmax * m;
+    cw->pre = d;
+    return mem;
+}
