@@ -579,6 +579,13 @@ static int bj_face_pair(const md_band *band, const md_roller *r, const double *X
     return 1;
 }
 
+/* bj_face_pair or bj_pin_pair by the roller's kind, into a zeroed W */
+static int bj_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt, band_jet *W)
+{
+    for (int k = 0; k < 6; ++k) W[k] = bj_const(0.0);
+    return r->kind == MD_FACE ? bj_face_pair(band, r, Xs, Xr, dt, W) : bj_pin_pair(band, r, Xs, Xr, dt, W);
+}
+
 /* block (12 × 24, row-major) of a pair from the shoe's wrench W: rows 0–5 the shoe's fext, rows 6–11 the roller's
  * (the negation); columns the shoe's tangents, then the roller's */
 static void band_block(const band_jet *W, double *block)
@@ -602,11 +609,8 @@ int md_band_fext_jac(const md_band *bands, int nband, const double *X, double dt
             const double *Xr = X + 18 * r->body;
             for (int s = band->first_shoe; s < band->first_shoe + band->nshoe; ++s) {
                 const double *Xs = X + 18 * s;
-                if (!band_may_touch(band, r, Xs, Xr)) continue;
                 band_jet W[6];
-                for (int k = 0; k < 6; ++k) W[k] = bj_const(0.0);
-                if (!(r->kind == MD_FACE ? bj_face_pair(band, r, Xs, Xr, dt, W) : bj_pin_pair(band, r, Xs, Xr, dt, W)))
-                    continue;
+                if (!band_may_touch(band, r, Xs, Xr) || !bj_pair(band, r, Xs, Xr, dt, W)) continue;
                 if (n < cap) {
                     pairs[2 * n] = s, pairs[2 * n + 1] = r->body;
                     band_block(W, blocks + 12 * BJ * n);

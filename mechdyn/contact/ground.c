@@ -449,10 +449,8 @@ static void ground_curvature(const md_ground *g, double x, double y, double *H)
         double t, s, cx[4], dcx[4], ddcx[4], cy[4], dcy[4], ddcy[4];
         int inx, iny;
         int i = ground_cell(x, p[0], p[2], g->nx, &t, &inx), j = ground_cell(y, p[1], p[3], g->ny, &s, &iny);
-        ground_cr(t, cx, dcx);
-        ground_cr(s, cy, dcy);
-        ground_cr2(t, ddcx);
-        ground_cr2(s, ddcy);
+        ground_cr(t, cx, dcx), ground_cr2(t, ddcx);
+        ground_cr(s, cy, dcy), ground_cr2(s, ddcy);
         for (int b = 0; b < 4; ++b)
             for (int a = 0; a < 4; ++a) {
                 double Hn = ground_node(g, i + a - 1, j + b - 1);
@@ -567,8 +565,13 @@ int md_ground_fext_jac(const md_ground *g, const double *X, double dt, double *a
         ground_jet W[6];
         int on = 0;
         for (int k = 0; k < 6; ++k) W[k] = gj_const(0.0);
-        for (int c = 0; c < 4; ++c)
+        for (int c = 0; c < 4; ++c) {
+            double p[3], h[3];
+            ground_corner(g, X, i, c, p);
+            ground_terrain(g, p[0], p[1], h);
+            if (!(h[0] - p[2] > 0.0)) continue; /* out of contact: the jets need not be taken */
             on |= gj_corner(g, &sh, R, g->corner + 12 * i + 3 * c, anchors ? anchors + 16 * i + 4 * c : NULL, W);
+        }
         if (!on) continue;
         if (n < cap) {
             bodies[n] = g->pad_body[i];

@@ -633,12 +633,12 @@ static int tj_tmeasy(const md_tire *t, double muscale, ground_jet depth, const g
     ground_jet ss = gj_scale(gj_hypot(gj_mul(sxs, ca), gj_mul(sys, sa)), muscale);
     ground_jet f = tj_combined(sc, df0, sm, fm, ss, fs), Fx = gj_const(0.0), Fy = gj_const(0.0);
     if (sc.v > 0.0) Fx = gj_mul(f, ca), Fy = gj_mul(f, sa);
-    Fx = gj_add(gj_mul(gj_sub(one, frblend), F0x), gj_mul(frblend, Fx));
-    Fy = gj_add(gj_mul(gj_sub(one, frblend), F0y), gj_mul(frblend, Fy));
+    Fl[0] = gj_add(gj_mul(gj_sub(one, frblend), F0x), gj_mul(frblend, Fx));
+    Fl[1] = gj_add(gj_mul(gj_sub(one, frblend), F0y), gj_mul(frblend, Fy));
+    Fl[2] = Fn;
     ground_jet Mz = gj_const(0.0);
-    if (vel[0].v >= t->fr_begin) Mz = gj_scale(gj_mul(gj_mul(Fy, P_len), tj_trail(gj_abs(sy), nL0, sq0, sqe)), -1.0);
+    if (vel[0].v >= t->fr_begin) Mz = gj_scale(gj_mul(gj_mul(Fl[1], P_len), tj_trail(gj_abs(sy), nL0, sq0, sqe)), -1.0);
     ground_jet cg = gj_scale(gj_add(gj_const(t->d1), gj_scale(depth, 2.0 * t->d2)), t->width * t->width / 12.0);
-    Fl[0] = Fx, Fl[1] = Fy, Fl[2] = Fn;
     Ml[0] = gj_scale(gj_mul(cg, gamma), -1.0);
     Ml[1] = gj_scale(gj_mul(Fn, gj_chain(omega, tanh(omega.v), 1.0 - tanh(omega.v) * tanh(omega.v))), -t->rr * t->r0);
     Ml[2] = Mz;
