@@ -558,8 +558,8 @@ static int bj_face_pair(const md_band *band, const md_roller *r, const double *X
     bj_tmul(Rs, uw, adot);
     band_jet f = bj_sub(bj_scale(delta, band->kn), bj_mul(bj_scale(bj_ramp(delta, band->ramp), band->cn), adot[2]));
     band_jet fn = bj_mul(w, bj_pos(f));
-    band_jet on_shoe[3] = {bj_scale(bj_mul(bj_mul(delta, delta), dw), 0.5 * band->kn), bj_const(0.0), bj_scale(fn, -1.0)};
-    band_jet F[3];
+    band_jet F[3], on_shoe[3] = {bj_scale(bj_mul(bj_mul(delta, delta), dw), 0.5 * band->kn), bj_const(0.0),
+                                 bj_scale(fn, -1.0)};
     bj_rmul(Rs, on_shoe, F);
     bj_wrench(pr, F, W);
     if (!(fn.v > 0.0)) return 1;

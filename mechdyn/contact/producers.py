@@ -281,8 +281,8 @@ class Contact:
         anchors, ffi = _carried("anchors", anchors, (self.ncorner, 4)), self.ffi
         if anchors is not None and not dt > 0:
             raise ValueError("anchored friction needs dt > 0 (its slide is a return over the step)")
-        args = (self._ground_c, ffi.from_buffer("double[]", X), dt,
-                ffi.NULL if anchors is None else ffi.from_buffer("double[]", anchors), ffi.from_buffer("double[]", fext))
+        a = ffi.NULL if anchors is None else ffi.from_buffer("double[]", anchors)
+        args = (self._ground_c, ffi.from_buffer("double[]", X), dt, a, ffi.from_buffer("double[]", fext))
         return self._jacobian(self.lib.md_ground_fext_jac, args, len(self.ground.pad_body), 1)
 
     def _tire_jac(self, X: np.ndarray, dt: float, state, fext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

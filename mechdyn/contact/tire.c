@@ -529,12 +529,13 @@ static int tj_contact(const md_ground *g, int points, const ground_jet *C, const
     return 1;
 }
 
-/* tm_lin and tm_quad in jets of the load ratio q */
+/* tm_lin in jets of the load ratio q */
 static ground_jet tj_lin(ground_jet q, double w1, double w2)
 {
     return gj_add(gj_const(w1), gj_scale(gj_sub(q, gj_const(1.0)), w2 - w1));
 }
 
+/* tm_quad in jets of the load ratio q */
 static ground_jet tj_quad(ground_jet q, double w1, double w2)
 {
     return gj_mul(q, gj_sub(gj_const(2.0 * w1 - 0.5 * w2), gj_scale(q, w1 - 0.5 * w2)));
@@ -574,7 +575,8 @@ static ground_jet tj_trail(ground_jet sy_a, ground_jet nto0, ground_jet sq0, gro
         return gj_add(gj_mul(gj_mul(gj_sub(one, wf), nto0), gj_sub(one, sn)), gj_mul(gj_mul(wf, nto0), tip));
     }
     ground_jet sn = gj_div(gj_sub(se, sy_a), gj_sub(se, sq0));
-    return gj_scale(gj_mul(gj_mul(gj_mul(nto0, gj_sub(one, wf)), gj_div(gj_sub(sy_a, sq0), sq0)), gj_mul(sn, sn)), -1.0);
+    ground_jet tail = gj_mul(gj_mul(nto0, gj_sub(one, wf)), gj_div(gj_sub(sy_a, sq0), sq0));
+    return gj_scale(gj_mul(tail, gj_mul(sn, sn)), -1.0);
 }
 
 /* tm_spring's force in jets */
@@ -661,7 +663,8 @@ static int tj_fiala(const md_tire *t, double muscale, ground_jet depth, const gr
     ground_jet x_crit = gj_scale(UFn, 3.0 / t->calpha);
     ground_jet A_crit = gj_chain(x_crit, atan(x_crit.v), 1.0 / (1.0 + x_crit.v * x_crit.v));
     ground_jet UfFn = gj_scale(UFn, muscale), fx, fy, mz = gj_const(0.0);
-    double sk = kappa.v > 0.0 ? 1.0 : (kappa.v < 0.0 ? -1.0 : 0.0), sgn = alpha.v > 0.0 ? 1.0 : (alpha.v < 0.0 ? -1.0 : 0.0);
+    double sk = kappa.v > 0.0 ? 1.0 : (kappa.v < 0.0 ? -1.0 : 0.0);
+    double sgn = alpha.v > 0.0 ? 1.0 : (alpha.v < 0.0 ? -1.0 : 0.0);
     if (gj_abs(kappa).v < S_crit.v) fx = gj_scale(kappa, t->cslip);
     else fx = gj_scale(gj_sub(UfFn, gj_abs(gj_div(gj_mul(UfFn, UfFn), gj_scale(kappa, 4.0 * t->cslip)))), sk);
     if (gj_abs(alpha).v <= A_crit.v) {
@@ -698,7 +701,8 @@ static int tj_one(const md_tire *t, const md_ground *g, double muscale, const do
         return 0;
     ground_jet Fw[3], Mw[3], m[3];
     for (int k = 0; k < 3; ++k)
-        Fw[k] = gj_dot3(fwd[k], Fl[0], lat[k], Fl[1], n[k], Fl[2]), Mw[k] = gj_dot3(fwd[k], Ml[0], lat[k], Ml[1], n[k], Ml[2]);
+        Fw[k] = gj_dot3(fwd[k], Fl[0], lat[k], Fl[1], n[k], Fl[2]),
+        Mw[k] = gj_dot3(fwd[k], Ml[0], lat[k], Ml[1], n[k], Ml[2]);
     gj_cross(P, Fw, m);  /* the patch's force about the world origin */
     for (int k = 0; k < 3; ++k) W[k] = gj_add(W[k], gj_add(Mw[k], m[k])), W[3 + k] = gj_add(W[3 + k], Fw[k]);
     return 1;
@@ -725,6 +729,6 @@ int md_tire_fext_jac(const md_tire *t, int ntire, const md_ground *g, double mu_
         }
         ++n;
     }
-    md_tire_fext(t, ntire, g, mu_road, X, dt, state, fext, NULL); /* after the blocks, which read the state it carries */
+    md_tire_fext(t, ntire, g, mu_road, X, dt, state, fext, NULL); /* after the blocks, which read the state */
     return n <= cap ? n : -n;
 }
