@@ -659,15 +659,13 @@ static int tj_fiala(const md_tire *t, double muscale, ground_jet depth, const gr
     ground_jet ta = gj_chain(alpha, tan(alpha.v), 1.0 + tan(alpha.v) * tan(alpha.v));
     ground_jet SsA = gj_min(gj_const(1.0), gj_sqrt(gj_add(gj_mul(kappa, kappa), gj_mul(ta, ta))));
     ground_jet U0 = gj_sub(gj_const(t->umax), gj_scale(SsA, t->umax - t->umin)), UFn = gj_mul(U0, Fn);
-    ground_jet S_crit = gj_abs(gj_scale(UFn, 0.5 / t->cslip));
-    ground_jet x_crit = gj_scale(UFn, 3.0 / t->calpha);
-    ground_jet A_crit = gj_chain(x_crit, atan(x_crit.v), 1.0 / (1.0 + x_crit.v * x_crit.v));
+    double S_crit = fabs(UFn.v / (2.0 * t->cslip)), A_crit = atan(3.0 * UFn.v / t->calpha); /* compared only */
     ground_jet UfFn = gj_scale(UFn, muscale), fx, fy, mz = gj_const(0.0);
     double sk = kappa.v > 0.0 ? 1.0 : (kappa.v < 0.0 ? -1.0 : 0.0);
     double sgn = alpha.v > 0.0 ? 1.0 : (alpha.v < 0.0 ? -1.0 : 0.0);
-    if (gj_abs(kappa).v < S_crit.v) fx = gj_scale(kappa, t->cslip);
+    if (fabs(kappa.v) < S_crit) fx = gj_scale(kappa, t->cslip);
     else fx = gj_scale(gj_sub(UfFn, gj_abs(gj_div(gj_mul(UfFn, UfFn), gj_scale(kappa, 4.0 * t->cslip)))), sk);
-    if (gj_abs(alpha).v <= A_crit.v) {
+    if (fabs(alpha.v) <= A_crit) {
         ground_jet H = gj_sub(gj_const(1.0), gj_div(gj_scale(gj_abs(ta), t->calpha), gj_scale(UfFn, 3.0)));
         ground_jet H3 = gj_mul(H, gj_mul(H, H));
         fy = gj_scale(gj_mul(UfFn, gj_sub(gj_const(1.0), H3)), -sgn);
