@@ -31,6 +31,8 @@ double md_face_pair(const md_band *band, const md_roller *r, const double *Xs, c
 double md_face_weight(const md_band *band, double x, double *slope);
 double md_band_fext(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque);
 void md_band_depth(const md_band *bands, int nband, const double *X, double *out);
+int md_band_fext_jac(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque,
+                     int cap, int *pairs, double *blocks);
 /* API end */
 
 /* the smoothstep S(t) and its slope */
@@ -300,4 +302,322 @@ void md_band_depth(const md_band *bands, int nband, const double *X, double *out
             }
         }
     }
+}
+
+/* ---- Derivatives (docs/contact.md, "Derivatives"): each pair's force again, in forward-mode jets along the pair's
+ * 24 tangents, the shoe's (δφ, δp, δw, δv) then the roller's: R ↦ exp(δφ×)·R, p ↦ p + δp, w ↦ w + δw, v ↦ v + δv,
+ * all in world coordinates. Every branch is the one the evaluation takes. */
+
+enum { BJ = 24 };
+
+typedef struct {
+    double v, d[BJ];  /* the value and its derivatives along the pair's tangents */
+} band_jet;
+
+/* the constant c */
+static band_jet bj_const(double c)
+{
+    band_jet r = {c, {0.0}};
+    return r;
+}
+
+/* a + b */
+static band_jet bj_add(band_jet a, band_jet b)
+{
+    a.v += b.v;
+    for (int k = 0; k < BJ; ++k) a.d[k] += b.d[k];
+    return a;
+}
+
+/* a − b */
+static band_jet bj_sub(band_jet a, band_jet b)
+{
+    a.v -= b.v;
+    for (int k = 0; k < BJ; ++k) a.d[k] -= b.d[k];
+    return a;
+}
+
+/* a·s for a constant s */
+static band_jet bj_scale(band_jet a, double s)
+{
+    a.v *= s;
+    for (int k = 0; k < BJ; ++k) a.d[k] *= s;
+    return a;
+}
+
+/* a·b */
+static band_jet bj_mul(band_jet a, band_jet b)
+{
+    band_jet r = {a.v * b.v, {0.0}};
+    for (int k = 0; k < BJ; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k];
+    return r;
+}
+
+/* a / b */
+static band_jet bj_div(band_jet a, band_jet b)
+{
+    band_jet r = {a.v / b.v, {0.0}};
+    for (int k = 0; k < BJ; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v;
+    return r;
+}
+
+/* √a (its slope taken as 0 at a = 0) */
+static band_jet bj_sqrt(band_jet a)
+{
+    band_jet r = {sqrt(a.v), {0.0}};
+    if (r.v > 0.0)
+        for (int k = 0; k < BJ; ++k) r.d[k] = 0.5 * a.d[k] / r.v;
+    return r;
+}
+
+/* sin a and cos a */
+static void bj_sincos(band_jet a, band_jet *s, band_jet *c)
+{
+    *s = bj_scale(a, cos(a.v)), s->v = sin(a.v);
+    *c = bj_scale(a, -sin(a.v)), c->v = cos(a.v);
+}
+
+/* atan2(y, x) */
+static band_jet bj_atan2(band_jet y, band_jet x)
+{
+    band_jet r = bj_scale(bj_sub(bj_scale(y, x.v), bj_scale(x, y.v)), 1.0 / (x.v * x.v + y.v * y.v));
+    r.v = atan2(y.v, x.v);
+    return r;
+}
+
+/* max(0, a) */
+static band_jet bj_pos(band_jet a)
+{
+    return a.v > 0.0 ? a : bj_const(0.0);
+}
+
+/* band_smooth in jets: S(t), and its slope S′(t) into *slope */
+static band_jet bj_smooth(band_jet t, band_jet *slope)
+{
+    if (t.v <= 0.0 || t.v >= 1.0) {
+        *slope = bj_const(0.0);
+        return bj_const(t.v <= 0.0 ? 0.0 : 1.0);
+    }
+    *slope = bj_scale(t, 6.0 - 12.0 * t.v), slope->v = 6.0 * t.v * (1.0 - t.v);
+    band_jet S = bj_scale(t, slope->v);
+    S.v = t.v * t.v * (3.0 - 2.0 * t.v);
+    return S;
+}
+
+/* band_ramp in jets */
+static band_jet bj_ramp(band_jet delta, double ramp)
+{
+    return delta.v < ramp ? bj_scale(delta, 1.0 / ramp) : bj_const(1.0);
+}
+
+/* band_friction in jets: the implicit regularized-Coulomb coefficient k̃ */
+static band_jet bj_friction(double mu, band_jet load, band_jet slip2, double v_eps, double dt, double m)
+{
+    band_jet k = bj_div(bj_scale(load, mu), bj_sqrt(bj_add(slip2, bj_const(v_eps * v_eps))));
+    return bj_div(k, bj_add(bj_const(1.0), bj_scale(k, dt / m)));
+}
+
+/* c = a × b for plain vectors */
+static void band_cross(const double *a, const double *b, double *c)
+{
+    c[0] = a[1] * b[2] - a[2] * b[1], c[1] = a[2] * b[0] - a[0] * b[2], c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* Body row X as jets along tangents off … off + 11 (δφ, δp, δw, δv): R (9, row-major), p, w, v; column j of R
+ * moves by δφ × (its column) */
+static void bj_row(const double *X, int off, band_jet *R, band_jet *p, band_jet *w, band_jet *v)
+{
+    for (int j = 0; j < 3; ++j) {
+        double c[3] = {X[j], X[3 + j], X[6 + j]};
+        for (int i = 0; i < 3; ++i) R[3 * i + j] = bj_const(X[3 * i + j]);
+        for (int k = 0; k < 3; ++k) {
+            double e[3] = {k == 0, k == 1, k == 2}, m[3];
+            band_cross(e, c, m);
+            for (int i = 0; i < 3; ++i) R[3 * i + j].d[off + k] = m[i];
+        }
+    }
+    for (int k = 0; k < 3; ++k) {
+        p[k] = bj_const(X[9 + k]), w[k] = bj_const(X[12 + k]), v[k] = bj_const(X[15 + k]);
+        p[k].d[off + 3 + k] = w[k].d[off + 6 + k] = v[k].d[off + 9 + k] = 1.0;
+    }
+}
+
+/* y = Rᵀ x in jets */
+static void bj_tmul(const band_jet *R, const band_jet *x, band_jet *y)
+{
+    for (int k = 0; k < 3; ++k)
+        y[k] = bj_add(bj_add(bj_mul(R[k], x[0]), bj_mul(R[3 + k], x[1])), bj_mul(R[6 + k], x[2]));
+}
+
+/* y = R x in jets */
+static void bj_rmul(const band_jet *R, const band_jet *x, band_jet *y)
+{
+    for (int k = 0; k < 3; ++k)
+        y[k] = bj_add(bj_add(bj_mul(R[3 * k], x[0]), bj_mul(R[3 * k + 1], x[1])), bj_mul(R[3 * k + 2], x[2]));
+}
+
+/* c = a × b in jets */
+static void bj_cross(const band_jet *a, const band_jet *b, band_jet *c)
+{
+    c[0] = bj_sub(bj_mul(a[1], b[2]), bj_mul(a[2], b[1]));
+    c[1] = bj_sub(bj_mul(a[2], b[0]), bj_mul(a[0], b[2]));
+    c[2] = bj_sub(bj_mul(a[0], b[1]), bj_mul(a[1], b[0]));
+}
+
+/* u = v + w × (x − p) in jets: the velocity of point x moving with the body (p, w, v) */
+static void bj_point_velocity(const band_jet *p, const band_jet *w, const band_jet *v, const band_jet *x, band_jet *u)
+{
+    band_jet e[3] = {bj_sub(x[0], p[0]), bj_sub(x[1], p[1]), bj_sub(x[2], p[2])}, m[3];
+    bj_cross(w, e, m);
+    for (int k = 0; k < 3; ++k) u[k] = bj_add(v[k], m[k]);
+}
+
+/* W += [x × F; F] in jets */
+static void bj_wrench(const band_jet *x, const band_jet *F, band_jet *W)
+{
+    band_jet m[3];
+    bj_cross(x, F, m);
+    for (int k = 0; k < 3; ++k) W[k] = bj_add(W[k], m[k]), W[3 + k] = bj_add(W[3 + k], F[k]);
+}
+
+/* band_pin_pair's wrench on the shoe in jets, added into W; 0 (W untouched) when the pin is outside the gate */
+static int bj_pin_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                       band_jet *W)
+{
+    band_jet Rs[9], ps[3], ws[3], vs[3], Rr[9], pr[3], wr[3], vr[3], e[3], d[3];
+    bj_row(Xs, 0, Rs, ps, ws, vs);
+    bj_row(Xr, 12, Rr, pr, wr, vr);
+    for (int k = 0; k < 3; ++k) e[k] = bj_sub(ps[k], pr[k]);
+    bj_tmul(Rr, e, d);
+    band_jet rho = bj_sqrt(bj_add(bj_mul(d[0], d[0]), bj_mul(d[2], d[2])));
+    band_jet delta = bj_sub(bj_const(r->radius), rho);
+    if (!(delta.v > -band->gate) || rho.v == 0.0) return 0;
+    band_jet dgamma, gamma = bj_smooth(bj_scale(bj_add(delta, bj_const(band->gate)), 1.0 / band->gate), &dgamma);
+    dgamma = bj_scale(dgamma, 1.0 / band->gate);
+    band_jet n[3] = {bj_div(d[0], rho), bj_const(0.0), bj_div(d[2], rho)};
+    band_jet t[3] = {bj_scale(n[2], -1.0), bj_const(0.0), n[0]};
+    band_jet us[3], ur[3], uw[3], u[3];
+    bj_point_velocity(ps, ws, vs, ps, us);
+    bj_point_velocity(pr, wr, vr, ps, ur);
+    for (int k = 0; k < 3; ++k) uw[k] = bj_sub(us[k], ur[k]);
+    bj_tmul(Rr, uw, u);
+    band_jet un = bj_add(bj_mul(n[0], u[0]), bj_mul(n[2], u[2])), ut = bj_add(bj_mul(t[0], u[0]), bj_mul(t[2], u[2]));
+    band_jet fn = bj_const(0.0), ft = bj_const(0.0), radial = bj_const(0.0);
+    if (delta.v > 0.0) {
+        radial = bj_pos(bj_sub(bj_scale(delta, band->kn), bj_mul(bj_scale(bj_ramp(delta, band->ramp), band->cn), un)));
+        fn = radial;
+    }
+    band_jet y = bj_sub(d[1], bj_const(r->y0));
+    fn = bj_add(fn, bj_scale(bj_mul(dgamma, bj_mul(y, y)), 0.5 * band->kg));
+    band_jet fy = bj_scale(bj_mul(gamma, bj_add(bj_scale(y, band->kg), bj_scale(u[1], band->cn))), -1.0);
+    if (r->kind == MD_PIN_TOOTH) {
+        band_jet s, c, phase = bj_scale(bj_sub(bj_atan2(d[2], d[0]), bj_const(r->theta0)), r->teeth);
+        bj_sincos(phase, &s, &c);
+        band_jet U0 = bj_scale(bj_sub(bj_const(1.0), c), band->f_skip * r->radius / r->teeth);
+        fn = bj_add(fn, bj_mul(dgamma, U0));
+        band_jet tooth = bj_add(bj_div(bj_scale(s, band->f_skip * r->radius), rho), bj_scale(ut, band->cn));
+        ft = bj_sub(ft, bj_mul(gamma, tooth));
+    } else if (radial.v > 0.0) {
+        ft = bj_sub(ft, bj_mul(bj_friction(band->mu, radial, bj_mul(ut, ut), band->v_eps, dt, r->m_pair), ut));
+    }
+    band_jet f[3] = {bj_add(bj_mul(fn, n[0]), bj_mul(ft, t[0])), fy, bj_add(bj_mul(fn, n[2]), bj_mul(ft, t[2]))}, F[3];
+    bj_rmul(Rr, f, F);
+    bj_wrench(ps, F, W);
+    return 1;
+}
+
+/* band_face_weight in jets: w(x), and its slope into *slope */
+static band_jet bj_face_weight(const md_band *band, band_jet x, band_jet *slope)
+{
+    double phi = band->face_fade;
+    band_jet s1, s2;
+    band_jet w = bj_sub(bj_smooth(bj_scale(bj_add(x, bj_const(phi)), 0.5 / phi), &s1),
+                        bj_smooth(bj_scale(bj_add(x, bj_const(phi - band->link_len)), 0.5 / phi), &s2));
+    *slope = bj_scale(bj_sub(s1, s2), 0.5 / phi);
+    return w;
+}
+
+/* band_face_pair's wrenches on the shoe (at the axle and at the foot) in jets, added into W; 0 (W untouched) when the
+ * wheel does not weigh on the face */
+static int bj_face_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt,
+                        band_jet *W)
+{
+    band_jet Rs[9], ps[3], ws[3], vs[3], Rr[9], pr[3], wr[3], vr[3], e[3], a[3];
+    bj_row(Xs, 0, Rs, ps, ws, vs);
+    bj_row(Xr, 12, Rr, pr, wr, vr);
+    for (int k = 0; k < 3; ++k) e[k] = bj_sub(pr[k], ps[k]);
+    bj_tmul(Rs, e, a);
+    band_jet delta = bj_sub(bj_const(r->radius), bj_sub(a[2], bj_const(band->face_z)));
+    if (!(delta.v > 0.0)) return 0;
+    band_jet dw, w = bj_face_weight(band, a[0], &dw);
+    if (!(w.v > 0.0)) return 0;
+    band_jet ur[3], us[3], uw[3], adot[3];
+    bj_point_velocity(pr, wr, vr, pr, ur);
+    bj_point_velocity(ps, ws, vs, pr, us);
+    for (int k = 0; k < 3; ++k) uw[k] = bj_sub(ur[k], us[k]);
+    bj_tmul(Rs, uw, adot);
+    band_jet f = bj_sub(bj_scale(delta, band->kn), bj_mul(bj_scale(bj_ramp(delta, band->ramp), band->cn), adot[2]));
+    band_jet fn = bj_mul(w, bj_pos(f));
+    band_jet F[3], on_shoe[3] = {bj_scale(bj_mul(bj_mul(delta, delta), dw), 0.5 * band->kn), bj_const(0.0),
+                                 bj_scale(fn, -1.0)};
+    bj_rmul(Rs, on_shoe, F);
+    bj_wrench(pr, F, W);
+    if (!(fn.v > 0.0)) return 1;
+    band_jet b[3] = {a[0], a[1], bj_const(band->face_z)}, xb[3];
+    bj_rmul(Rs, b, xb);
+    for (int k = 0; k < 3; ++k) xb[k] = bj_add(xb[k], ps[k]);
+    bj_point_velocity(pr, wr, vr, xb, ur);
+    bj_point_velocity(ps, ws, vs, xb, us);
+    for (int k = 0; k < 3; ++k) uw[k] = bj_sub(ur[k], us[k]);
+    band_jet slip[3];
+    bj_tmul(Rs, uw, slip);
+    band_jet k = bj_friction(band->mu, fn, bj_add(bj_mul(slip[0], slip[0]), bj_mul(slip[1], slip[1])), band->v_eps,
+                             dt, r->m_pair);
+    band_jet fric[3] = {bj_mul(k, slip[0]), bj_mul(k, slip[1]), bj_const(0.0)};
+    bj_rmul(Rs, fric, F);
+    bj_wrench(xb, F, W);
+    return 1;
+}
+
+/* bj_face_pair or bj_pin_pair by the roller's kind, into a zeroed W */
+static int bj_pair(const md_band *band, const md_roller *r, const double *Xs, const double *Xr, double dt, band_jet *W)
+{
+    for (int k = 0; k < 6; ++k) W[k] = bj_const(0.0);
+    return r->kind == MD_FACE ? bj_face_pair(band, r, Xs, Xr, dt, W) : bj_pin_pair(band, r, Xs, Xr, dt, W);
+}
+
+/* block (12 × 24, row-major) of a pair from the shoe's wrench W: rows 0–5 the shoe's fext, rows 6–11 the roller's
+ * (the negation); columns the shoe's tangents, then the roller's */
+static void band_block(const band_jet *W, double *block)
+{
+    for (int i = 0; i < 6; ++i)
+        for (int k = 0; k < BJ; ++k) block[BJ * i + k] = W[i].d[k], block[BJ * (6 + i) + k] = -W[i].d[k];
+}
+
+/* md_band_fext (fext and torque as there), and the derivative of fext: for each pair inside its law's support, its
+ * shoe and roller into pairs[2n], pairs[2n + 1] and its 12 × 24 block into blocks + 288n, at most cap of them.
+ * Returns the number of pairs n, or −n when n > cap (nothing is written past cap). */
+int md_band_fext_jac(const md_band *bands, int nband, const double *X, double dt, double *fext, double *torque,
+                     int cap, int *pairs, double *blocks)
+{
+    int n = 0;
+    md_band_fext(bands, nband, X, dt, fext, torque);
+    for (int b = 0; b < nband; ++b) {
+        const md_band *band = bands + b;
+        for (int i = 0; i < band->nroller; ++i) {
+            const md_roller *r = band->rollers + i;
+            const double *Xr = X + 18 * r->body;
+            for (int s = band->first_shoe; s < band->first_shoe + band->nshoe; ++s) {
+                const double *Xs = X + 18 * s;
+                band_jet W[6];
+                if (!band_may_touch(band, r, Xs, Xr) || !bj_pair(band, r, Xs, Xr, dt, W)) continue;
+                if (n < cap) {
+                    pairs[2 * n] = s, pairs[2 * n + 1] = r->body;
+                    band_block(W, blocks + 12 * BJ * n);
+                }
+                ++n;
+            }
+        }
+    }
+    return n <= cap ? n : -n;
 }

@@ -26,6 +26,8 @@ double md_ground_point(const md_ground *g, const double *p, const double *u, dou
 double md_ground_fext(const md_ground *g, const double *X, double dt, double *anchors, double *fext);
 void md_ground_depth(const md_ground *g, const double *X, double *out);
 double md_ground_anchor_energy(const md_ground *g, const double *X, const double *anchors);
+int md_ground_fext_jac(const md_ground *g, const double *X, double dt, double *anchors, double *fext, int cap,
+                       int *bodies, double *blocks);
 /* API end */
 
 /* Catmull–Rom weights at t ∈ [0, 1] of nodes −1, 0, 1, 2, and their t-derivatives */
@@ -309,4 +311,275 @@ double md_ground_anchor_energy(const md_ground *g, const double *X, const double
             E += 0.5 * g->kt * z2;
         }
     return E;
+}
+
+/* ---- Derivatives (docs/contact.md, "Derivatives"): each corner's force again, in forward-mode jets along its shoe's
+ * 12 tangents (δφ, δp, δw, δv): R ↦ exp(δφ×)·R, p ↦ p + δp, w ↦ w + δw, v ↦ v + δv, all in world coordinates.
+ * Every branch is the one the evaluation takes. tire.c differentiates the tires with the same jets. */
+
+enum { GJ = 12 };
+
+typedef struct {
+    double v, d[GJ];  /* the value and its derivatives along one body's tangents */
+} ground_jet;
+
+/* the constant c */
+static ground_jet gj_const(double c)
+{
+    ground_jet r = {c, {0.0}};
+    return r;
+}
+
+/* a + b */
+static ground_jet gj_add(ground_jet a, ground_jet b)
+{
+    a.v += b.v;
+    for (int k = 0; k < GJ; ++k) a.d[k] += b.d[k];
+    return a;
+}
+
+/* a − b */
+static ground_jet gj_sub(ground_jet a, ground_jet b)
+{
+    a.v -= b.v;
+    for (int k = 0; k < GJ; ++k) a.d[k] -= b.d[k];
+    return a;
+}
+
+/* a·s for a constant s */
+static ground_jet gj_scale(ground_jet a, double s)
+{
+    a.v *= s;
+    for (int k = 0; k < GJ; ++k) a.d[k] *= s;
+    return a;
+}
+
+/* a·b */
+static ground_jet gj_mul(ground_jet a, ground_jet b)
+{
+    ground_jet r = {a.v * b.v, {0.0}};
+    for (int k = 0; k < GJ; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k];
+    return r;
+}
+
+/* a / b */
+static ground_jet gj_div(ground_jet a, ground_jet b)
+{
+    ground_jet r = {a.v / b.v, {0.0}};
+    for (int k = 0; k < GJ; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v;
+    return r;
+}
+
+/* √a (its slope taken as 0 at a = 0) */
+static ground_jet gj_sqrt(ground_jet a)
+{
+    ground_jet r = {sqrt(a.v), {0.0}};
+    if (r.v > 0.0)
+        for (int k = 0; k < GJ; ++k) r.d[k] = 0.5 * a.d[k] / r.v;
+    return r;
+}
+
+/* a·b + c·d + e·f, the sum in that order */
+static ground_jet gj_dot3(ground_jet a, ground_jet b, ground_jet c, ground_jet d, ground_jet e, ground_jet f)
+{
+    return gj_add(gj_add(gj_mul(a, b), gj_mul(c, d)), gj_mul(e, f));
+}
+
+/* a · b for 3-vectors of jets */
+static ground_jet gj_dot(const ground_jet *a, const ground_jet *b)
+{
+    return gj_dot3(a[0], b[0], a[1], b[1], a[2], b[2]);
+}
+
+/* c = a × b for 3-vectors of jets */
+static void gj_cross(const ground_jet *a, const ground_jet *b, ground_jet *c)
+{
+    c[0] = gj_sub(gj_mul(a[1], b[2]), gj_mul(a[2], b[1]));
+    c[1] = gj_sub(gj_mul(a[2], b[0]), gj_mul(a[0], b[2]));
+    c[2] = gj_sub(gj_mul(a[0], b[1]), gj_mul(a[1], b[0]));
+}
+
+/* Body row X as jets: R (9, row-major), p, w, v; column j of R moves by δφ × (its column) */
+static void gj_row(const double *X, ground_jet *R, ground_jet *p, ground_jet *w, ground_jet *v)
+{
+    for (int j = 0; j < 3; ++j) {
+        const double c[3] = {X[j], X[3 + j], X[6 + j]};
+        for (int i = 0; i < 3; ++i) R[3 * i + j] = gj_const(X[3 * i + j]);
+        R[j].d[1] = c[2], R[j].d[2] = -c[1];          /* δφ × c, row 0 */
+        R[3 + j].d[0] = -c[2], R[3 + j].d[2] = c[0];  /* row 1 */
+        R[6 + j].d[0] = c[1], R[6 + j].d[1] = -c[0];  /* row 2 */
+    }
+    for (int k = 0; k < 3; ++k) {
+        p[k] = gj_const(X[9 + k]), w[k] = gj_const(X[12 + k]), v[k] = gj_const(X[15 + k]);
+        p[k].d[3 + k] = w[k].d[6 + k] = v[k].d[9 + k] = 1.0;
+    }
+}
+
+/* y = R x in jets */
+static void gj_rmul(const ground_jet *R, const ground_jet *x, ground_jet *y)
+{
+    for (int k = 0; k < 3; ++k) y[k] = gj_dot3(R[3 * k], x[0], R[3 * k + 1], x[1], R[3 * k + 2], x[2]);
+}
+
+/* W += [x × F; F] in jets */
+static void gj_wrench(const ground_jet *x, const ground_jet *F, ground_jet *W)
+{
+    ground_jet m[3];
+    gj_cross(x, F, m);
+    for (int k = 0; k < 3; ++k) W[k] = gj_add(W[k], m[k]), W[3 + k] = gj_add(W[3 + k], F[k]);
+}
+
+/* the second derivatives of the Catmull–Rom weights at t */
+static void ground_cr2(double t, double *ddc)
+{
+    ddc[0] = 0.5 * (-6.0 * t + 4.0), ddc[1] = 0.5 * (18.0 * t - 10.0);
+    ddc[2] = 0.5 * (-18.0 * t + 8.0), ddc[3] = 0.5 * (6.0 * t - 2.0);
+}
+
+/* H = (hxx, hxy, hyy), the terrain's second derivatives at (x, y) (0 along a grid's clamped axis) */
+static void ground_curvature(const md_ground *g, double x, double y, double *H)
+{
+    const double *p = g->p;
+    H[0] = H[1] = H[2] = 0.0;
+    if (g->kind == MD_SINE) {
+        double kx = GROUND_TWO_PI / p[2], ky = GROUND_TWO_PI / p[3];
+        double sx = sin(kx * x), cx = cos(kx * x), sy = sin(ky * y), cy = cos(ky * y);
+        H[0] = -p[1] * kx * kx * sx * sy, H[1] = p[1] * kx * ky * cx * cy, H[2] = -p[1] * ky * ky * sx * sy;
+    } else if (g->kind == MD_GRID) {
+        double t, s, cx[4], dcx[4], ddcx[4], cy[4], dcy[4], ddcy[4];
+        int inx, iny;
+        int i = ground_cell(x, p[0], p[2], g->nx, &t, &inx), j = ground_cell(y, p[1], p[3], g->ny, &s, &iny);
+        ground_cr(t, cx, dcx), ground_cr2(t, ddcx);
+        ground_cr(s, cy, dcy), ground_cr2(s, ddcy);
+        for (int b = 0; b < 4; ++b)
+            for (int a = 0; a < 4; ++a) {
+                double Hn = ground_node(g, i + a - 1, j + b - 1);
+                H[0] += ddcx[a] * cy[b] * Hn, H[1] += dcx[a] * dcy[b] * Hn, H[2] += cx[a] * ddcy[b] * Hn;
+            }
+        H[0] = inx ? H[0] / (p[2] * p[2]) : 0.0;
+        H[1] = inx && iny ? H[1] / (p[2] * p[3]) : 0.0;
+        H[2] = iny ? H[2] / (p[3] * p[3]) : 0.0;
+    }
+}
+
+/* ground_terrain in jets: h = (h, ∂h/∂x, ∂h/∂y) at (x, y) */
+static void gj_terrain(const md_ground *g, ground_jet x, ground_jet y, ground_jet *h)
+{
+    double v[3], H[3];
+    ground_terrain(g, x.v, y.v, v);
+    ground_curvature(g, x.v, y.v, H);
+    h[0] = gj_add(gj_scale(x, v[1]), gj_scale(y, v[2])), h[0].v = v[0];
+    h[1] = gj_add(gj_scale(x, H[0]), gj_scale(y, H[1])), h[1].v = v[1];
+    h[2] = gj_add(gj_scale(x, H[1]), gj_scale(y, H[2])), h[2].v = v[2];
+}
+
+/* ground_normal in jets: n̂ into nrm[0..2] and |m| into nrm[3] */
+static void gj_normal(const ground_jet *h, ground_jet *nrm)
+{
+    ground_jet mm = gj_sqrt(gj_add(gj_add(gj_mul(h[1], h[1]), gj_mul(h[2], h[2])), gj_const(1.0)));
+    nrm[0] = gj_div(gj_scale(h[1], -1.0), mm), nrm[1] = gj_div(gj_scale(h[2], -1.0), mm);
+    nrm[2] = gj_div(gj_const(1.0), mm), nrm[3] = mm;
+}
+
+/* ground_anchored's tangential force in jets, from the anchor a (jets: a new anchor is the corner itself) */
+static void gj_anchored(const md_ground *g, const ground_shared *sh, const ground_jet *p, const ground_jet *a,
+                        const ground_jet *ut, ground_jet load, ground_jet *f)
+{
+    ground_jet na[4], ha[3];
+    if (sh->plane) {
+        for (int k = 0; k < 4; ++k) na[k] = gj_const(sh->nrm[k]);
+    } else {
+        gj_terrain(g, a[0], a[1], ha);
+        gj_normal(ha, na);
+    }
+    ground_jet dp[3] = {gj_sub(p[0], a[0]), gj_sub(p[1], a[1]), gj_sub(p[2], a[2])}, dn = gj_dot(dp, na), f2;
+    for (int k = 0; k < 3; ++k)
+        f[k] = gj_sub(gj_scale(gj_sub(dp[k], gj_mul(dn, na[k])), -g->kt), gj_scale(ut[k], sh->ct));
+    f2 = gj_dot(f, f);
+    ground_jet cone = gj_scale(load, g->mu);
+    if (f2.v <= cone.v * cone.v) return; /* stick */
+    ground_jet s = gj_div(cone, gj_sqrt(f2));
+    for (int k = 0; k < 3; ++k) f[k] = gj_mul(s, f[k]);
+}
+
+/* The wrench of corner cl (shoe frame) of the shoe at row X in jets, as md_ground_fext's, added into W; anchor
+ * (4, or NULL) as there, read and not updated. 0 (W untouched) when the corner is out of contact. */
+static int gj_corner(const md_ground *g, const ground_shared *sh, const double *X, const double *cl,
+                     const double *anchor, ground_jet *W)
+{
+    ground_jet R[9], ps[3], w[3], v[3], c[3] = {gj_const(cl[0]), gj_const(cl[1]), gj_const(cl[2])}, r[3], p[3], h[3];
+    gj_row(X, R, ps, w, v);
+    gj_rmul(R, c, r);
+    for (int k = 0; k < 3; ++k) p[k] = gj_add(ps[k], r[k]);
+    gj_terrain(g, p[0], p[1], h);
+    ground_jet gap = gj_sub(h[0], p[2]);
+    if (!(gap.v > 0.0)) return 0;
+    ground_jet wr[3], u[3];
+    gj_cross(w, r, wr);
+    for (int k = 0; k < 3; ++k) u[k] = gj_add(v[k], wr[k]);
+    ground_jet gdot = gj_sub(gj_add(gj_mul(h[1], u[0]), gj_mul(h[2], u[1])), u[2]);
+    ground_jet ramp = gap.v < g->ramp ? gj_scale(gap, 1.0 / g->ramp) : gj_const(1.0);
+    ground_jet f = gj_add(gj_scale(gap, g->kn), gj_scale(gj_mul(ramp, gdot), g->cg));
+    f = f.v > 0.0 ? f : gj_const(0.0);
+    ground_jet n[4], ut[3], ft[3], F[3];
+    if (sh->plane) {
+        for (int k = 0; k < 4; ++k) n[k] = gj_const(sh->nrm[k]);
+    } else {
+        gj_normal(h, n);
+    }
+    ground_jet mvec[3] = {gj_scale(h[1], -1.0), gj_scale(h[2], -1.0), gj_const(1.0)}, un = gj_dot(u, n);
+    for (int k = 0; k < 3; ++k) ut[k] = gj_sub(u[k], gj_mul(un, n[k]));
+    ground_jet load = gj_mul(f, n[3]);
+    if (anchor) {
+        ground_jet a[3] = {gj_const(anchor[0]), gj_const(anchor[1]), gj_const(anchor[2])};
+        gj_anchored(g, sh, p, anchor[3] == 0.0 ? p : a, ut, load, ft); /* a new anchor is the corner itself */
+    } else {
+        ground_jet muN = gj_scale(load, g->mu);
+        ground_jet k = gj_div(muN, gj_add(gj_sqrt(gj_add(gj_dot(ut, ut), gj_const(g->v_eps * g->v_eps))),
+                                          gj_scale(muN, sh->dtm)));
+        for (int j = 0; j < 3; ++j) ft[j] = gj_scale(gj_mul(k, ut[j]), -1.0);
+    }
+    for (int k = 0; k < 3; ++k) F[k] = gj_add(gj_mul(f, mvec[k]), ft[k]);
+    gj_wrench(p, F, W);
+    return 1;
+}
+
+/* md_ground_fext (fext and anchors as there), and the derivative of fext at the anchors as passed in: for each
+ * padded shoe with a corner in contact, its body into bodies[n] and its 6 × 12 block (row-major: its fext row by
+ * its tangents) into blocks + 72n, at most cap of them. Returns the number of shoes n, or −n when n > cap
+ * (nothing is written past cap). */
+int md_ground_fext_jac(const md_ground *g, const double *X, double dt, double *anchors, double *fext, int cap,
+                       int *bodies, double *blocks)
+{
+    int n = 0;
+    ground_shared sh;
+    ground_share_call(g, &sh);
+    for (int i = 0; i < g->npad; ++i) {
+        const double *R = X + 18 * g->pad_body[i], *ps = R + 9;
+        if (g->reach > 0.0) { /* md_ground_fext's broadphase: a shoe it skips has no corner in contact */
+            double h[3];
+            ground_terrain(g, ps[0], ps[1], h);
+            if (h[0] - ps[2] < -g->reach) continue;
+        }
+        ground_share_pad(g, g->corner_mass[i], dt, anchors != NULL, &sh);
+        ground_jet W[6];
+        int on = 0;
+        for (int k = 0; k < 6; ++k) W[k] = gj_const(0.0);
+        for (int c = 0; c < 4; ++c) {
+            double p[3], h[3];
+            ground_corner(g, X, i, c, p);
+            ground_terrain(g, p[0], p[1], h);
+            if (!(h[0] - p[2] > 0.0)) continue; /* out of contact: the jets need not be taken */
+            on |= gj_corner(g, &sh, R, g->corner + 12 * i + 3 * c, anchors ? anchors + 16 * i + 4 * c : NULL, W);
+        }
+        if (!on) continue;
+        if (n < cap) {
+            bodies[n] = g->pad_body[i];
+            for (int r = 0; r < 6; ++r)
+                for (int k = 0; k < GJ; ++k) blocks[GJ * (6 * n + r) + k] = W[r].d[k];
+        }
+        ++n;
+    }
+    md_ground_fext(g, X, dt, anchors, fext); /* after the blocks, which read the anchors it updates */
+    return n <= cap ? n : -n;
 }

@@ -2,12 +2,14 @@
 
     con = Contact(model)
     fext = con.fext(dyn.bodies(q, qd), dt)      # (nbody, 6): band + ground + tires; contact_fext(con, dyn, q, qd, dt)
+    jac = con.fext_jacobian(X, dt)              # fext and its blocks d(fext)/d(body states); jac.dense(), jac.dot(δ)
 
 Every entry checks what it hands to C (shapes, dtype, dt), so no input makes the C read or write out of bounds.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from types import ModuleType
 
 import numpy as np
@@ -40,6 +42,48 @@ def _in_place(name: str, a, shape: tuple[int, ...], what: str) -> np.ndarray:
     if a.shape != shape:
         raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
     return a
+
+
+def _carried(name: str, a, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A copy of the caller's carried state `a` (read, never updated), or None."""
+    return None if a is None else _real(name, a, shape).copy()
+
+
+@dataclass(frozen=True)
+class ContactJacobian:
+    """Contact wrenches and their derivative with respect to the body states (docs/contact.md, "Derivatives").
+
+    A body's tangent is δ = (δφ, δp, δw, δv), world frame: R ↦ exp(δφ×)·R, p ↦ p + δp, w ↦ w + δw, v ↦ v + δv.
+    Block k couples bodies a, b = pairs[k]: its rows 0–5 are d(fext[a]), rows 6–11 d(fext[b]); its columns 0–11
+    are a's tangent, 12–23 b's. A one-body block (ground, tire) has b = −1 and only its [:6, :12] corner set.
+    Blocks add: the derivative is their sum.
+    """
+
+    fext: np.ndarray  # (nbody, 6)
+    pairs: np.ndarray  # (n, 2) int
+    blocks: np.ndarray  # (n, 12, 24)
+
+    def dot(self, delta) -> np.ndarray:
+        """(nbody, 6) the derivative of fext along the tangent `delta` (nbody, 12)."""
+        nbody = len(self.fext)
+        d = np.vstack([_real("delta", delta, (nbody, 12)), np.zeros((1, 12))])  # row −1: a one-body block's b
+        y = np.einsum("kij,kj->ki", self.blocks, np.concatenate([d[self.pairs[:, 0]], d[self.pairs[:, 1]]], axis=1))
+        out = np.zeros((nbody + 1, 6))
+        np.add.at(out, self.pairs[:, 0], y[:, :6])
+        np.add.at(out, self.pairs[:, 1], y[:, 6:])
+        return out[:nbody]
+
+    def dense(self) -> np.ndarray:
+        """(6·nbody, 12·nbody) the derivative as one matrix: row 6i + k is fext[i, k], column 12j + c body j's
+        tangent component c."""
+        nbody = len(self.fext)
+        J = np.zeros((6 * nbody, 12 * nbody))
+        for (a, b), B in zip(self.pairs, self.blocks):
+            for i, rows in ((a, B[:6]), (b, B[6:])):
+                for j, block in ((a, rows[:, :12]), (b, rows[:, 12:])):
+                    if i >= 0 and j >= 0:
+                        J[6 * i:6 * i + 6, 12 * j:12 * j + 12] += block
+        return J
 
 
 def _dt(dt) -> float:
@@ -205,6 +249,81 @@ class Contact:
         """(nbody, 6) band + ground + tires, all added into one array."""
         X = self._rows(X)
         return self._tires(X, dt, state, self._ground(X, dt, anchors, self._band(X, dt)[0])[0])[0]
+
+    def _jacobian(self, fn, args: tuple, cap: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """C's `fn(*args, cap, index, blocks)` with room for cap blocks (as many as the producer has pairs), its
+        pairs (n, 2) and blocks (n, 12, 24); a one-body producer's (width 1) blocks are 6 × 12, set into the
+        corner of a 12 × 24 with b = −1."""
+        cap = max(cap, 1)
+        index, out = np.empty((cap, width), dtype=np.intc), np.empty((cap, 6 * width, 12 * width))
+        n = fn(*args, cap, self.ffi.from_buffer("int[]", index), self.ffi.from_buffer("double[]", out))
+        if n < 0:
+            raise RuntimeError(f"{-n} derivative blocks, more than the {cap} pairs the producer has")
+        if width == 2:
+            return index[:n].astype(np.int64), out[:n].copy()
+        blocks = np.zeros((n, 12, 24))
+        blocks[:, :6, :12] = out[:n]
+        return np.stack([index[:n, 0], np.full(n, -1)], axis=1).astype(np.int64), blocks
+
+    def _band_jac(self, X: np.ndarray, dt: float, fext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The band's wrenches added into fext, and its pairs and blocks."""
+        torque, ffi = np.zeros(max(1, self.nroller)), self.ffi
+        args = (self._bands_c, len(self.bands), ffi.from_buffer("double[]", X), dt, ffi.from_buffer("double[]", fext),
+                ffi.from_buffer("double[]", torque))
+        return self._jacobian(self.lib.md_band_fext_jac, args, sum(len(b.rollers) * b.nshoe for b in self.bands), 2)
+
+    def _ground_jac(self, X: np.ndarray, dt: float, anchors, fext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ground's wrenches added into fext, and its pairs and blocks, at a copy of the anchors."""
+        if self.ground is None:
+            if anchors is not None and np.shape(anchors) != (0, 4):
+                raise ValueError(f"anchors has shape {np.shape(anchors)}, expected (0, 4): the model has no ground")
+            return np.zeros((0, 2), dtype=np.int64), np.zeros((0, 12, 24))
+        anchors, ffi = _carried("anchors", anchors, (self.ncorner, 4)), self.ffi
+        if anchors is not None and not dt > 0:
+            raise ValueError("anchored friction needs dt > 0 (its slide is a return over the step)")
+        a = ffi.NULL if anchors is None else ffi.from_buffer("double[]", anchors)
+        args = (self._ground_c, ffi.from_buffer("double[]", X), dt, a, ffi.from_buffer("double[]", fext))
+        return self._jacobian(self.lib.md_ground_fext_jac, args, len(self.ground.pad_body), 1)
+
+    def _tire_jac(self, X: np.ndarray, dt: float, state, fext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tires' wrenches added into fext, and their pairs and blocks, at a copy of the bristles."""
+        if not self.ntire:
+            return np.zeros((0, 2), dtype=np.int64), np.zeros((0, 12, 24))
+        state, ffi = _carried("tire_state", state, (self.ntire, 2)), self.ffi
+        args = (self._tires_c, self.ntire, self._ground_c, self.mu_road, ffi.from_buffer("double[]", X), dt,
+                ffi.NULL if state is None else ffi.from_buffer("double[]", state), ffi.from_buffer("double[]", fext))
+        return self._jacobian(self.lib.md_tire_fext_jac, args, self.ntire, 1)
+
+    def band_jacobian(self, X, dt: float = 0.0) -> ContactJacobian:
+        """The band's wrenches at X (band_fext's, bit for bit) and their derivative: a block per pin or face pair
+        inside its law's support."""
+        X, dt = self._rows(X), _dt(dt)
+        fext = np.zeros((self.model.nbody, 6))
+        return ContactJacobian(fext, *self._band_jac(X, dt, fext))
+
+    def ground_jacobian(self, X, dt: float = 0.0, anchors=None) -> ContactJacobian:
+        """The ground's wrenches at X (ground_fext's) and their derivative at the `anchors` (ncorner, 4) as given
+        (read, not updated): a block per padded shoe with a corner in contact."""
+        X, dt = self._rows(X), _dt(dt)
+        fext = np.zeros((self.model.nbody, 6))
+        return ContactJacobian(fext, *self._ground_jac(X, dt, anchors, fext))
+
+    def tire_jacobian(self, X, dt: float = 0.0, state=None) -> ContactJacobian:
+        """The tires' wrenches at X (tire_fext's) and their derivative at the bristles `state` (ntire, 2) as given
+        (read, not carried): a block per tire exerting a force."""
+        X, dt = self._rows(X), _dt(dt)
+        fext = np.zeros((self.model.nbody, 6))
+        return ContactJacobian(fext, *self._tire_jac(X, dt, state, fext))
+
+    def fext_jacobian(self, X, dt: float = 0.0, anchors=None, tire_state=None) -> ContactJacobian:
+        """band + ground + tires (fext's, bit for bit) and the derivative of their sum, at the carried state as
+        given (the anchors and the tires' bristles read, not updated): what a Newton iteration on a step of dt
+        needs."""
+        X, dt = self._rows(X), _dt(dt)
+        fext = np.zeros((self.model.nbody, 6))
+        parts = (self._band_jac(X, dt, fext), self._ground_jac(X, dt, anchors, fext),
+                 self._tire_jac(X, dt, tire_state, fext))
+        return ContactJacobian(fext, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
     def band_energy(self, X) -> float:
         """The band's contact potential (pins, teeth, guides, faces), J."""

@@ -36,6 +36,8 @@ double md_tire_fext(const md_tire *t, int ntire, const md_ground *g, double mu_r
                     double *state, double *fext, double *info);
 double md_tire_static(const md_tire *t, int ntire, const md_ground *g, const double *X, const double *state,
                       double *fext);
+int md_tire_fext_jac(const md_tire *t, int ntire, const md_ground *g, double mu_road, const double *X, double dt,
+                     double *state, double *fext, int cap, int *bodies, double *blocks);
 /* API end */
 
 #define TIRE_PI 3.141592653589793
@@ -383,4 +385,348 @@ double md_tire_static(const md_tire *t, int ntire, const md_ground *g, const dou
         E += U;
     }
     return E;
+}
+
+/* ---- Derivatives (docs/contact.md, "Derivatives"): each tire's wrench again, in ground.c's forward-mode jets along
+ * its wheel's 12 tangents (δφ, δp, δw, δv), at its bristles as passed in. Every branch is the one the evaluation
+ * takes; fabs, fmin and fmax at a tie take the branch written. */
+
+/* |a| */
+static ground_jet gj_abs(ground_jet a)
+{
+    return a.v < 0.0 ? gj_scale(a, -1.0) : a;
+}
+
+/* the jet of the two whose value is the smaller (the first on a tie) */
+static ground_jet gj_min(ground_jet a, ground_jet b)
+{
+    return b.v < a.v ? b : a;
+}
+
+/* the jet of the two whose value is the larger (the first on a tie) */
+static ground_jet gj_max(ground_jet a, ground_jet b)
+{
+    return b.v > a.v ? b : a;
+}
+
+/* hypot(a, b) */
+static ground_jet gj_hypot(ground_jet a, ground_jet b)
+{
+    ground_jet r = gj_sqrt(gj_add(gj_mul(a, a), gj_mul(b, b)));
+    r.v = hypot(a.v, b.v);
+    return r;
+}
+
+/* f(a) for a value fa = f(a.v) and slope df = f′(a.v) */
+static ground_jet gj_chain(ground_jet a, double fa, double df)
+{
+    a = gj_scale(a, df);
+    a.v = fa;
+    return a;
+}
+
+/* atan2(y, x) */
+static ground_jet gj_atan2(ground_jet y, ground_jet x)
+{
+    ground_jet r = gj_scale(gj_sub(gj_scale(y, x.v), gj_scale(x, y.v)), 1.0 / (x.v * x.v + y.v * y.v));
+    r.v = atan2(y.v, x.v);
+    return r;
+}
+
+/* tire_unit in jets, in place */
+static void tj_unit(ground_jet *a)
+{
+    ground_jet n = gj_sqrt(gj_dot(a, a));
+    for (int k = 0; k < 3; ++k) a[k] = gj_div(a[k], n);
+}
+
+/* tire_sinestep in jets */
+static ground_jet tj_sinestep(ground_jet x, double x1, double y1, double x2, double y2)
+{
+    if (x.v <= x1) return gj_const(y1);
+    if (x.v >= x2) return gj_const(y2);
+    double xx = (x.v - x1) / (x2 - x1);
+    return gj_chain(x, y1 + (y2 - y1) * (xx - sin(2.0 * TIRE_PI * xx) / (2.0 * TIRE_PI)),
+                    (y2 - y1) * (1.0 - cos(2.0 * TIRE_PI * xx)) / (x2 - x1));
+}
+
+/* tire_ground in jets: the terrain's point P and unit normal n at (x, y) */
+static void tj_ground(const md_ground *g, ground_jet x, ground_jet y, ground_jet *P, ground_jet *n)
+{
+    ground_jet h[3], nrm[4];
+    gj_terrain(g, x, y, h);
+    gj_normal(h, nrm);
+    P[0] = x, P[1] = y, P[2] = h[0];
+    n[0] = nrm[0], n[1] = nrm[1], n[2] = nrm[2];
+}
+
+/* the four-point contact's depth and patch point (tire_contact's points == 4) in jets, from the terrain's point Pt
+ * and the normal n; 0 when no point counts */
+static int tj_four(const md_ground *g, const ground_jet *C, const ground_jet *dn, double r, double w,
+                   const ground_jet *Pt, ground_jet *n, ground_jet *P, ground_jet *depth)
+{
+    ground_jet fwd[3], lat[3], sum[3] = {gj_const(0.0), gj_const(0.0), gj_const(0.0)};
+    tj_unit(n);
+    gj_cross(dn, n, fwd);
+    tj_unit(fwd);
+    gj_cross(n, fwd, lat);
+    const double dx = 0.1 * r, dy = 0.3 * w;
+    const double off[4][2] = {{dx, 0.0}, {-dx, 0.0}, {0.0, dy}, {0.0, -dy}};
+    int num = 4;
+    *depth = gj_const(0.0);
+    for (int i = 0; i < 4; ++i) {
+        ground_jet A[3], Wv[3], Bp[3], d[3], Pp[3];
+        for (int k = 0; k < 3; ++k)
+            A[k] = gj_add(C[k], gj_add(gj_scale(fwd[k], off[i][0]), gj_scale(lat[k], off[i][1]))),
+            Wv[k] = gj_sub(A[k], C[k]);
+        ground_jet b = gj_dot(n, Wv), c = gj_sub(gj_dot(Wv, Wv), gj_const(r * r)), delta = gj_sub(gj_mul(b, b), c);
+        if (delta.v < 0.0) { --num; continue; }
+        ground_jet tt = gj_sub(b, gj_sqrt(delta));
+        for (int k = 0; k < 3; ++k) Bp[k] = gj_add(A[k], gj_mul(tt, n[k])), d[k] = gj_sub(A[k], Pt[k]);
+        ground_jet s = gj_dot(d, n), AB = gj_const(0.0);
+        for (int k = 0; k < 3; ++k) AB = gj_add(AB, gj_mul(gj_sub(Bp[k], A[k]), gj_sub(Bp[k], A[k])));
+        ground_jet dd_i = gj_sub(gj_sqrt(AB), gj_abs(s));
+        if (dd_i.v <= 0.0) { --num; continue; }
+        *depth = gj_add(*depth, dd_i);
+        tj_ground(g, gj_sub(A[0], gj_mul(s, n[0])), gj_sub(A[1], gj_mul(s, n[1])), Pp, n);
+        for (int k = 0; k < 3; ++k) sum[k] = gj_add(sum[k], Pp[k]);
+    }
+    if (num == 0) return 0;
+    *depth = gj_scale(*depth, 1.0 / num);
+    if (depth->v <= 0.0) return 0;
+    tj_ground(g, gj_scale(sum[0], 1.0 / num), gj_scale(sum[1], 1.0 / num), P, n);
+    return 1;
+}
+
+/* tire_contact in jets: the patch frame's columns fwd, lat, n, its point P, the depth; 0 when none */
+static int tj_contact(const md_ground *g, int points, const ground_jet *C, const ground_jet *dn, double r, double w,
+                      ground_jet *fwd, ground_jet *lat, ground_jet *n, ground_jet *P, ground_jet *depth)
+{
+    const ground_jet up[3] = {gj_const(0.0), gj_const(0.0), gj_const(1.0)};
+    ground_jet df[3], dd[3], B[3], Pt[3];
+    gj_cross(dn, up, df);
+    tj_unit(df);
+    gj_cross(dn, df, dd);
+    for (int k = 0; k < 3; ++k) B[k] = gj_add(C[k], gj_scale(dd[k], r));
+    tj_ground(g, B[0], B[1], Pt, n);
+    if (C[2].v <= Pt[2].v) return 0;
+    ground_jet nd = gj_dot(n, dn);
+    for (int k = 0; k < 3; ++k) n[k] = gj_sub(n[k], gj_mul(nd, dn[k]));
+    if (points == 1) {
+        ground_jet AB = gj_scale(gj_sqrt(gj_dot(n, n)), r), d[3];
+        tj_unit(n);
+        for (int k = 0; k < 3; ++k) d[k] = gj_sub(C[k], Pt[k]);
+        ground_jet s = gj_dot(d, n);
+        *depth = gj_sub(AB, gj_abs(s));
+        if (depth->v <= 0.0) return 0;
+        tj_ground(g, gj_sub(C[0], gj_mul(s, n[0])), gj_sub(C[1], gj_mul(s, n[1])), P, n);
+    } else if (!tj_four(g, C, dn, r, w, Pt, n, P, depth)) {
+        return 0;
+    }
+    gj_cross(dn, n, fwd);
+    tj_unit(fwd);
+    gj_cross(n, fwd, lat);
+    return 1;
+}
+
+/* tm_lin in jets of the load ratio q */
+static ground_jet tj_lin(ground_jet q, double w1, double w2)
+{
+    return gj_add(gj_const(w1), gj_scale(gj_sub(q, gj_const(1.0)), w2 - w1));
+}
+
+/* tm_quad in jets of the load ratio q */
+static ground_jet tj_quad(ground_jet q, double w1, double w2)
+{
+    return gj_mul(q, gj_sub(gj_const(2.0 * w1 - 0.5 * w2), gj_scale(q, w1 - 0.5 * w2)));
+}
+
+/* tm_combined in jets */
+static ground_jet tj_combined(ground_jet s, ground_jet df0, ground_jet sm, ground_jet fm, ground_jet ss, ground_jet fs)
+{
+    ground_jet df0loc = sm.v > 0.0 ? gj_max(gj_scale(gj_div(fm, sm), 2.0), df0) : gj_const(0.0);
+    if (!(s.v > 0.0 && df0loc.v > 0.0)) return gj_const(0.0);
+    if (s.v > ss.v) return fs;
+    ground_jet one = gj_const(1.0);
+    if (s.v < sm.v) {
+        ground_jet p = gj_sub(gj_div(gj_mul(df0loc, sm), fm), gj_const(2.0)), sn = gj_div(s, sm);
+        return gj_div(gj_mul(gj_mul(df0loc, sm), sn), gj_add(one, gj_mul(gj_add(sn, p), sn)));
+    }
+    ground_jet fsm = gj_div(fm, sm), a = gj_div(gj_mul(fsm, fsm), gj_mul(df0loc, sm));
+    ground_jet sstar = gj_add(sm, gj_div(gj_sub(fm, fs), gj_mul(a, gj_sub(ss, sm))));
+    if (sstar.v <= ss.v) {
+        if (s.v <= sstar.v) return gj_sub(fm, gj_mul(a, gj_mul(gj_sub(s, sm), gj_sub(s, sm))));
+        ground_jet b = gj_div(gj_mul(a, gj_sub(sstar, sm)), gj_sub(ss, sstar));
+        return gj_add(fs, gj_mul(b, gj_mul(gj_sub(ss, s), gj_sub(ss, s))));
+    }
+    ground_jet sn = gj_div(gj_sub(s, sm), gj_sub(ss, sm));
+    return gj_sub(fm, gj_mul(gj_sub(fm, fs), gj_mul(gj_mul(sn, sn), gj_sub(gj_const(3.0), gj_scale(sn, 2.0)))));
+}
+
+/* tm_trail in jets */
+static ground_jet tj_trail(ground_jet sy_a, ground_jet nto0, ground_jet sq0, ground_jet sqe)
+{
+    ground_jet se = gj_max(sqe, sq0), one = gj_const(1.0);
+    if (sy_a.v >= se.v) return gj_const(0.0);
+    ground_jet wf = gj_div(sq0, se);
+    if (sy_a.v <= sq0.v) {
+        ground_jet sn = gj_div(sy_a, sq0);
+        ground_jet tip = gj_sub(one, gj_mul(gj_sub(gj_const(3.0), gj_scale(sn, 2.0)), gj_mul(sn, sn)));
+        return gj_add(gj_mul(gj_mul(gj_sub(one, wf), nto0), gj_sub(one, sn)), gj_mul(gj_mul(wf, nto0), tip));
+    }
+    ground_jet sn = gj_div(gj_sub(se, sy_a), gj_sub(se, sq0));
+    ground_jet tail = gj_mul(gj_mul(nto0, gj_sub(one, wf)), gj_div(gj_sub(sy_a, sq0), sq0));
+    return gj_scale(gj_mul(tail, gj_mul(sn, sn)), -1.0);
+}
+
+/* tm_spring's force in jets */
+static ground_jet tj_tm_spring(const md_tire *t, ground_jet depth)
+{
+    ground_jet f = gj_add(gj_scale(depth, t->d1), gj_scale(gj_mul(depth, depth), t->d2));
+    ground_jet over = gj_sub(depth, gj_const(t->r0 - t->r_bottom));
+    return over.v > 0.0 ? gj_add(f, gj_scale(over, t->k_bottom)) : f;
+}
+
+/* fi_spring's force in jets */
+static ground_jet tj_fi_spring(const md_tire *t, ground_jet depth)
+{
+    if (t->ncurve < 2) return gj_scale(depth, t->kz);
+    const double *T = t->table;
+    int n = t->ncurve, i = 0;
+    while (i < n - 2 && depth.v > T[2 * (i + 1)]) ++i;
+    double slope = (T[2 * i + 3] - T[2 * i + 1]) / (T[2 * i + 2] - T[2 * i]);
+    return gj_add(gj_const(T[2 * i + 1]), gj_scale(gj_sub(depth, gj_const(T[2 * i])), slope));
+}
+
+/* tm_forces' local force Fl and moment Ml in jets, from the bristles st (read); 0 when the normal force vanishes */
+static int tj_tmeasy(const md_tire *t, double muscale, ground_jet depth, const ground_jet *vel, ground_jet omega,
+                     ground_jet gamma, const double *st, ground_jet *Fl, ground_jet *Ml)
+{
+    ground_jet one = gj_const(1.0), Fn = gj_sub(tj_tm_spring(t, depth), gj_scale(vel[2], t->dz));
+    if (Fn.v < 0.0) return 0;
+    ground_jet Fz = gj_min(Fn, gj_const(t->pn_max)), q = gj_scale(Fz, 1.0 / t->pn);
+    ground_jet R_eff = gj_scale(gj_sub(gj_const(3.0 * t->r0), depth), 1.0 / 3.0);
+    ground_jet P_len = gj_scale(gj_sqrt(gj_scale(depth, t->r0)), 2.0);
+    ground_jet vta = gj_add(gj_mul(R_eff, gj_abs(omega)), gj_const(t->vnum));
+    ground_jet vsx = gj_sub(vel[0], gj_mul(omega, R_eff)), vsy = vel[1];
+    ground_jet sx = gj_scale(gj_div(vsx, vta), -1.0), sy = gj_scale(gj_div(vsy, vta), -1.0);
+    const double *c = t->curve;
+    ground_jet dfx0 = tj_quad(q, c[0], c[1]), sxm = tj_lin(q, c[2], c[3]), fxm = tj_quad(q, c[4], c[5]);
+    ground_jet sxs = tj_lin(q, c[6], c[7]), fxs = tj_quad(q, c[8], c[9]);
+    ground_jet dfy0 = tj_quad(q, c[10], c[11]), sym = tj_lin(q, c[12], c[13]), fym = tj_quad(q, c[14], c[15]);
+    ground_jet sys = tj_lin(q, c[16], c[17]), fys = tj_quad(q, c[18], c[19]);
+    ground_jet nL0 = tj_lin(q, c[20], c[21]), sq0 = tj_lin(q, c[22], c[23]), sqe = tj_lin(q, c[24], c[25]);
+    /* the bristles' force from the state as passed in, scaled back onto the circle of radius fc */
+    ground_jet fc = gj_scale(Fz, muscale);
+    ground_jet bx_dot = gj_sub(vsx, gj_div(gj_scale(gj_abs(vsx), t->sigma0 * st[0]), fc));
+    ground_jet by_dot = gj_sub(vsy, gj_div(gj_scale(gj_abs(vsy), t->sigma0 * st[1]), fc));
+    ground_jet F0x = gj_sub(gj_const(-t->sigma0 * st[0]), gj_scale(bx_dot, t->sigma1));
+    ground_jet F0y = gj_sub(gj_const(-t->sigma0 * st[1]), gj_scale(by_dot, t->sigma1));
+    ground_jet F0 = gj_hypot(F0x, F0y);
+    if (F0.v > fc.v) F0x = gj_mul(F0x, gj_div(fc, F0)), F0y = gj_mul(F0y, gj_div(fc, F0));
+    /* the slip law, blended in with the speed */
+    ground_jet frblend = tj_sinestep(vel[0], t->fr_begin, 0.0, t->fr_end, 1.0);
+    ground_jet sc = gj_hypot(sx, sy), ca = gj_const(sqrt(2.0) / 2.0), sa = ca;
+    if (sc.v > 0.0) ca = gj_div(sx, sc), sa = gj_div(sy, sc);
+    ground_jet df0 = gj_hypot(gj_mul(dfx0, ca), gj_mul(dfy0, sa));
+    ground_jet fm = gj_scale(gj_hypot(gj_mul(fxm, ca), gj_mul(fym, sa)), muscale);
+    ground_jet sm = gj_scale(gj_hypot(gj_mul(sxm, ca), gj_mul(sym, sa)), muscale);
+    ground_jet fs = gj_scale(gj_hypot(gj_mul(fxs, ca), gj_mul(fys, sa)), muscale);
+    ground_jet ss = gj_scale(gj_hypot(gj_mul(sxs, ca), gj_mul(sys, sa)), muscale);
+    ground_jet f = tj_combined(sc, df0, sm, fm, ss, fs), Fx = gj_const(0.0), Fy = gj_const(0.0);
+    if (sc.v > 0.0) Fx = gj_mul(f, ca), Fy = gj_mul(f, sa);
+    Fl[0] = gj_add(gj_mul(gj_sub(one, frblend), F0x), gj_mul(frblend, Fx));
+    Fl[1] = gj_add(gj_mul(gj_sub(one, frblend), F0y), gj_mul(frblend, Fy));
+    Fl[2] = Fn;
+    ground_jet Mz = gj_const(0.0);
+    if (vel[0].v >= t->fr_begin) Mz = gj_scale(gj_mul(gj_mul(Fl[1], P_len), tj_trail(gj_abs(sy), nL0, sq0, sqe)), -1.0);
+    ground_jet cg = gj_scale(gj_add(gj_const(t->d1), gj_scale(depth, 2.0 * t->d2)), t->width * t->width / 12.0);
+    Ml[0] = gj_scale(gj_mul(cg, gamma), -1.0);
+    Ml[1] = gj_scale(gj_mul(Fn, gj_chain(omega, tanh(omega.v), 1.0 - tanh(omega.v) * tanh(omega.v))), -t->rr * t->r0);
+    Ml[2] = Mz;
+    return 1;
+}
+
+/* fi_forces' local force Fl and moment Ml in jets; 0 when the normal force vanishes */
+static int tj_fiala(const md_tire *t, double muscale, ground_jet depth, const ground_jet *vel, ground_jet omega,
+                    ground_jet *Fl, ground_jet *Ml)
+{
+    ground_jet Fn = gj_sub(tj_fi_spring(t, depth), gj_scale(vel[2], t->dz));
+    if (!(Fn.v > 0.0)) return 0;
+    ground_jet abs_vx = gj_abs(vel[0]), vsx = gj_sub(vel[0], gj_mul(omega, gj_sub(gj_const(t->r0), depth)));
+    ground_jet kappa = gj_const(0.0), alpha = gj_const(0.0);
+    if (abs_vx.v != 0.0) kappa = gj_scale(gj_div(vsx, abs_vx), -1.0), alpha = gj_atan2(vel[1], abs_vx);
+    ground_jet ta = gj_chain(alpha, tan(alpha.v), 1.0 + tan(alpha.v) * tan(alpha.v));
+    ground_jet SsA = gj_min(gj_const(1.0), gj_sqrt(gj_add(gj_mul(kappa, kappa), gj_mul(ta, ta))));
+    ground_jet U0 = gj_sub(gj_const(t->umax), gj_scale(SsA, t->umax - t->umin)), UFn = gj_mul(U0, Fn);
+    double S_crit = fabs(UFn.v / (2.0 * t->cslip)), A_crit = atan(3.0 * UFn.v / t->calpha); /* compared only */
+    ground_jet UfFn = gj_scale(UFn, muscale), fx, fy, mz = gj_const(0.0);
+    double sk = kappa.v > 0.0 ? 1.0 : (kappa.v < 0.0 ? -1.0 : 0.0);
+    double sgn = alpha.v > 0.0 ? 1.0 : (alpha.v < 0.0 ? -1.0 : 0.0);
+    if (fabs(kappa.v) < S_crit) fx = gj_scale(kappa, t->cslip);
+    else fx = gj_scale(gj_sub(UfFn, gj_abs(gj_div(gj_mul(UfFn, UfFn), gj_scale(kappa, 4.0 * t->cslip)))), sk);
+    if (fabs(alpha.v) <= A_crit) {
+        ground_jet H = gj_sub(gj_const(1.0), gj_div(gj_scale(gj_abs(ta), t->calpha), gj_scale(UfFn, 3.0)));
+        ground_jet H3 = gj_mul(H, gj_mul(H, H));
+        fy = gj_scale(gj_mul(UfFn, gj_sub(gj_const(1.0), H3)), -sgn);
+        mz = gj_scale(gj_mul(gj_mul(UfFn, gj_sub(gj_const(1.0), H)), H3), t->width * sgn);
+    } else {
+        fy = gj_scale(UfFn, -sgn);
+    }
+    double so = omega.v > 0.0 ? 1.0 : (omega.v < 0.0 ? -1.0 : 0.0);
+    Fl[0] = fx, Fl[1] = fy, Fl[2] = Fn;
+    Ml[0] = gj_const(0.0);
+    Ml[1] = gj_scale(gj_mul(tj_sinestep(abs_vx, 0.125, 0.0, 0.5, 1.0), Fn), -t->rr * t->r0 * so);
+    Ml[2] = mz;
+    return 1;
+}
+
+/* tire_one's wrench in jets, added into W, from the bristles st (read, not carried); 0 (W untouched) when the tire
+ * exerts no force */
+static int tj_one(const md_tire *t, const md_ground *g, double muscale, const double *x, const double *st,
+                  ground_jet *W)
+{
+    ground_jet R[9], C[3], w[3], v[3], dn[3], fwd[3], lat[3], n[3], P[3], depth, vel[3], nl[3], Fl[3], Ml[3];
+    ground_jet axis[3] = {gj_const(t->axis[0]), gj_const(t->axis[1]), gj_const(t->axis[2])};
+    gj_row(x, R, C, w, v);
+    gj_rmul(R, axis, dn);
+    if (!tj_contact(g, t->points, C, dn, t->r0, t->width, fwd, lat, n, P, &depth)) return 0;
+    vel[0] = gj_dot(fwd, v), vel[1] = gj_dot(lat, v), vel[2] = gj_dot(n, v);
+    nl[1] = gj_dot(lat, dn), nl[2] = gj_dot(n, dn);
+    ground_jet omega = gj_dot(w, dn), gamma = gj_atan2(nl[2], nl[1]);
+    if (!(t->law == MD_TMEASY ? tj_tmeasy(t, muscale, depth, vel, omega, gamma, st, Fl, Ml)
+                              : tj_fiala(t, muscale, depth, vel, omega, Fl, Ml)))
+        return 0;
+    ground_jet Fw[3], Mw[3], m[3];
+    for (int k = 0; k < 3; ++k)
+        Fw[k] = gj_dot3(fwd[k], Fl[0], lat[k], Fl[1], n[k], Fl[2]),
+        Mw[k] = gj_dot3(fwd[k], Ml[0], lat[k], Ml[1], n[k], Ml[2]);
+    gj_cross(P, Fw, m);  /* the patch's force about the world origin */
+    for (int k = 0; k < 3; ++k) W[k] = gj_add(W[k], gj_add(Mw[k], m[k])), W[3 + k] = gj_add(W[3 + k], Fw[k]);
+    return 1;
+}
+
+/* md_tire_fext (fext and state as there), and the derivative of fext at the bristles as passed in: for each tire
+ * exerting a force, its wheel's body into bodies[n] and its 6 × 12 block (row-major: the wheel's fext row by its
+ * tangents) into blocks + 72n, at most cap of them. Returns the number of tires n, or −n when n > cap (nothing is
+ * written past cap). */
+int md_tire_fext_jac(const md_tire *t, int ntire, const md_ground *g, double mu_road, const double *X, double dt,
+                     double *state, double *fext, int cap, int *bodies, double *blocks)
+{
+    int n = 0;
+    for (int i = 0; i < ntire; ++i) {
+        const md_tire *ti = t + i;
+        double mu = mu_road < 0.1 ? 0.1 : (mu_road > 1.0 ? 1.0 : mu_road), zero[2] = {0.0, 0.0};
+        ground_jet W[6];
+        for (int k = 0; k < 6; ++k) W[k] = gj_const(0.0);
+        if (!tj_one(ti, g, mu / ti->mu0, X + 18 * ti->body, state ? state + 2 * i : zero, W)) continue;
+        if (n < cap) {
+            bodies[n] = ti->body;
+            for (int r = 0; r < 6; ++r)
+                for (int k = 0; k < GJ; ++k) blocks[GJ * (6 * n + r) + k] = W[r].d[k];
+        }
+        ++n;
+    }
+    md_tire_fext(t, ntire, g, mu_road, X, dt, state, fext, NULL); /* after the blocks, which read the state */
+    return n <= cap ? n : -n;
 }
