@@ -59,13 +59,13 @@ def test_chrono_hht(model_name, gate):
     both second order (the ratio 4.0 ± 0.4)."""
     from crosscheck.chrono.checks import sim_checks
     from crosscheck.chrono.sim import compare
-    from mechdyn.codegen.derivs import MAX_NV
+    from crosscheck.golden import long_build_skip
 
     dyn = dynamics(model_name)
     if dyn.model.rsdas:
         pytest.skip(f"{model_name}'s rsda torques are held over Chrono's step (first order): the euler pair covers it")
-    if dyn.nv > MAX_NV:
-        pytest.skip(f"{model_name} has {dyn.nv} velocity coordinates, past the derivatives' {MAX_NV}")
+    if (why := long_build_skip(model_name)) is not None:
+        pytest.skip(why)
     _gate_all(gate, model_name, sim_checks(dyn.model, *compare(dyn.model, dyn, HHT_T, HHT_DT, scheme="hht"), HHT_T,
                                            "hht"))
 

@@ -333,8 +333,7 @@ def loop_route(model: Model) -> LoopRoute:
         "td_id_derivs(&TD_MODEL, qdd, fext, &w, dq, dqd);",
         "td_post(q, qd, act, qdd, mu, dq, dqd, dact, Gq, Gqd, Ga);",
         f"td_finish(&TD_MODEL, {na}, K, Gq, Gqd, Ga, &w, &cw, dq, dqd, dtau, dact, dfext);",
-        "free(mem);",
     ]
-    text = ("#include <stdlib.h>\n" + KERNEL.read_text() + "\n" + tables(lay) + "\n" + pre_c + "\n" + post_c)
+    text = (KERNEL.read_text() + "\n" + tables(lay) + "\n" + pre_c + "\n" + post_c)
     ops = pre_ops + post_ops
     return LoopRoute(text, pre_stages + post_stages, body, ops, kernel_ops(lay), bool(pre.angles or post.angles))

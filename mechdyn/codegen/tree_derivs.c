@@ -5,6 +5,9 @@
  *
  * Spatial vectors are Plücker coordinates about the world origin: a motion [w; v], a force [n; f]. Every
  * matrix is row-major. TD_OPS(k) counts k arithmetic operations where a build defines it (the count's test). */
+#include <pthread.h>
+#include <stdlib.h>
+
 #ifndef TD_OPS
 #define TD_OPS(k) ((void)0)
 #endif
@@ -482,7 +485,13 @@ static void td_finish(const td_model *M, int na, const double *K, const double *
     }
 }
 
-/* The work of one call, in one allocation: NULL if there is no memory. */
+static pthread_key_t td_key;  /* each thread's kept block: its size, then the work; freed when the thread ends */
+static pthread_once_t td_once = PTHREAD_ONCE_INIT;
+
+static void td_make_key(void) { pthread_key_create(&td_key, free); }
+
+/* The work of a call, carved from one allocation that each thread keeps for its next calls (a large block is
+ * mapped afresh on every malloc, and its pages faulted in again): NULL if there is no memory. */
 static void *td_begin(const td_model *M, int na, td_work *w, td_comp *cw)
 {
     long nmax = M->nmax, rmax = M->rmax, m = 3 * nmax + na + 1 + rmax, size = 0;
@@ -491,8 +500,17 @@ static void *td_begin(const td_model *M, int na, td_work *w, td_comp *cw)
         size += n * n + n * r + r * r;
     }
     size += 6L * M->nv + M->nv + 54L * M->nv + nmax * m + rmax * m + 6L * nmax * M->nb;
-    char *mem = malloc(sizeof(td_body) * M->nb + sizeof(double *) * 3 * M->ncomp + sizeof(double) * size);
-    if (!mem) return NULL;
+    size_t bytes = 16 + sizeof(td_body) * M->nb + sizeof(double *) * 3 * M->ncomp + sizeof(double) * size;
+    pthread_once(&td_once, td_make_key);
+    char *kept = pthread_getspecific(td_key);
+    if (!kept || *(size_t *)kept < bytes) {
+        free(kept);
+        kept = malloc(bytes);
+        if (pthread_setspecific(td_key, kept) != 0) { free(kept); kept = NULL; }
+        if (!kept) return NULL;
+        *(size_t *)kept = bytes;
+    }
+    char *mem = kept + 16;
     w->bd = (td_body *)mem;
     cw->L = (double **)(mem + sizeof(td_body) * M->nb);
     cw->Y = cw->L + M->ncomp;

@@ -185,6 +185,7 @@ CENTRAL_TOL = 1e-6  # central differences at h = 1e-6: rounding ε |qdd| κ / h 
 RIDDERS_TOL = 1e-9  # the extrapolated differences: truncation cancelled, beyond the rounding floor (block_errors)
 QDD_TOL = 1e-13  # fwd_dyn_derivs' qdd against fwd_dyn's on the CRBA route: the same expressions, scheduled apart
 INVERSE_TOL = 1e-11  # dtau against the dense reference's H⁻¹ or N (Nᵀ H N)⁻¹ Nᵀ: rounding ε κ(H), κ up to ~1e5
+# (past that, ε κ(H) at the states themselves: the 63-link band's κ is 1e7)
 SYMMETRY_TOL = 1e-13  # dtau's asymmetry, relative: each column solved apart, so they round differently
 CONSTRAINT_TOL = 1e-9  # the differentiated constraint, against Ridders' differences of the dense reference
 CONSTRAINT_NTAB = 6  # K and k are smooth and the dense reference is Python: a shorter tableau (achieved ~1e-13)
@@ -275,9 +276,20 @@ def test_blocks_match_central_differences(name):
     assert max(errs.values()) <= CENTRAL_TOL, figures(errs)
 
 
+def conditioning(dyn: Dynamics, xs: list[Input]) -> float:
+    """The largest cond(H) over the states (the dense reference's H): how much a solve amplifies rounding."""
+    return max(float(np.linalg.cond(mass_matrix(dyn.model, x[0]))) for x in xs)
+
+
 def test_blocks_match_extrapolated_differences(name):
     dyn = derivs(name)
-    errs = difference_errors(dyn, sample(dyn.model, NSTATES), ridders)
+    xs = sample(dyn.model, NSTATES)
+    kappa = conditioning(dyn, xs)
+    if kappa * EPS / step_of(ridders) > RIDDERS_TOL * 100:  # the differences round above the gate: nothing to read
+        pytest.skip(f"{name}: cond(H) {kappa:.1e}, so Ridders' differences round at ε κ |qdd| / h ≈ "
+                    f"{kappa * EPS / step_of(ridders):.0e} |qdd|, above this check's {RIDDERS_TOL:g}; the central "
+                    "differences, the constraint and the dense inverse check it")
+    errs = difference_errors(dyn, xs, ridders)
     print(f"\n{name}: derivatives vs Ridders' differences, worst of {NSTATES} states: {figures(errs)}")
     assert max(errs.values()) <= RIDDERS_TOL, figures(errs)
 
@@ -301,9 +313,10 @@ def test_dtau_is_the_constrained_inverse_and_unread_fext_columns_are_zero(name):
         D = dyn.derivatives(*x)
         worst = np.maximum(worst, inverse_errors(dyn, x, D))
         assert unread_fext_entries(dyn, D) == 0, "dfext has entries for bodies that do not read fext"
-    print(f"\n{name}: dtau asymmetry {worst[0]:.1e}, vs the dense constrained inverse {worst[1]:.1e}, "
-          f"K dtau {worst[2]:.1e}")
-    assert worst[0] <= SYMMETRY_TOL and worst[1] <= INVERSE_TOL and worst[2] <= SYMMETRY_TOL, worst
+    bound = max(INVERSE_TOL, EPS * conditioning(dyn, sample(dyn.model, NSTATES)))  # rounding ε κ(H)
+    print(f"\n{name}: dtau asymmetry {worst[0]:.1e}, vs the dense constrained inverse {worst[1]:.1e} (bound "
+          f"{bound:.0e}), K dtau {worst[2]:.1e}")
+    assert worst[0] <= SYMMETRY_TOL and worst[1] <= bound and worst[2] <= SYMMETRY_TOL, worst
 
 
 def test_loop_derivatives_satisfy_the_differentiated_constraint(loop_name):
