@@ -146,12 +146,20 @@ class Layout:
     bcomp: list[int]  # each body's component
 
     @property
-    def lpar(self) -> list[int]:
-        """Each coordinate's expanded parent as a position within its component (perm order), -1 at a root."""
-        lam, out = expanded_parents(self.model), []
+    def dloc(self) -> list[int]:
+        """Each coordinate's position within its component."""
+        out = [0] * self.model.nv
         for dofs in self.comps:
-            at = {j: k for k, j in enumerate(dofs)}
-            out += [at[lam[j]] if lam[j] >= 0 else -1 for j in dofs]
+            for k, j in enumerate(dofs):
+                out[j] = k
+        return out
+
+    @property
+    def cbody(self) -> list[list[int]]:
+        """The bodies of each component, in tree order."""
+        out: list[list[int]] = [[] for _ in self.comps]
+        for b, c in enumerate(self.bcomp):
+            out[c].append(b)
         return out
 
 
@@ -176,14 +184,17 @@ def tables(lay: Layout) -> str:
         _array("double", "td_cg", [x for bd in bodies for x in bd.cg]),
         _array("double", "td_Icg", [x for bd in bodies for row in bd.inertia for x in row]),
         _array("double", "td_a0", a0), _array("int", "td_cstart", cstart),
-        _array("int", "td_perm", [j for c in lay.comps for j in c]), _array("int", "td_lpar", lay.lpar),
+        _array("int", "td_perm", [j for c in lay.comps for j in c]), _array("int", "td_dloc", lay.dloc),
+        _array("int", "td_cbstart", np.cumsum([0] + [len(c) for c in lay.cbody]).tolist()),
+        _array("int", "td_cbody", [b for c in lay.cbody for b in c]),
         _array("int", "td_rstart", rstart), _array("int", "td_rperm", [r for c in lay.rows for r in c]),
         _array("int", "td_bcomp", lay.bcomp), _array("int", "td_fextb", [int(bool(bd.fext)) for bd in bodies]),
     ])
     nc = sum(len(r) for r in lay.rows)
     return text + (
         f"static const td_model TD_MODEL = {{{m.nv}, {m.nbody}, {nc}, td_bparent, td_dbody, td_dfirst, td_dcount, "
-        f"td_S, td_mass, td_cg, td_Icg, td_a0, {len(lay.comps)}, td_cstart, td_perm, td_lpar, td_rstart, td_rperm, "
+        f"td_S, td_mass, td_cg, td_Icg, td_a0, {len(lay.comps)}, td_cstart, td_perm, td_dloc, td_cbstart, td_cbody, "
+        f"td_rstart, td_rperm, "
         f"td_bcomp, td_fextb, {sum(bool(bd.fext) for bd in bodies)}, {max(len(c) for c in lay.comps)}, "
         f"{max(len(r) for r in lay.rows)}}};\n")
 
@@ -208,7 +219,7 @@ def straight_solves_at_least(model: Model) -> int:
 
 def kernel_ops(lay: Layout) -> int:
     """The arithmetic operations of one call's loops (tree_derivs.c), counted as the C counts them (TD_OPS)."""
-    m, lam = lay.model, expanded_parents(lay.model)
+    m = lay.model
     nv, na, nb = m.nv, m.nact, m.nbody
     crm = crf = 30
     mv, dot, add = 66, 11, 6
@@ -216,6 +227,7 @@ def kernel_ops(lay: Layout) -> int:
     for bd in m.bodies:
         depth_b.append(bd.nv + (0 if bd.parent == BASE else depth_b[bd.parent]))
     roots = sum(bd.parent == BASE for bd in m.bodies)
+    has_parent = [bd.parent != BASE for bd in m.bodies]
 
     def rnea(qdd: bool, full: bool) -> int:
         ops = nb * (crm + add + 2 * mv + crf + add) + (nb - roots) * 6 + (12 * nv if qdd else 0)
@@ -223,16 +235,17 @@ def kernel_ops(lay: Layout) -> int:
         ops += nb * 6 + nv * dot + (nb - roots) * (2 * add + (add + 36 if full else 0))
         return ops
 
-    def chain(j: int) -> int:  # j and its lam-ancestors
-        n = 0
-        while j >= 0:
-            n, j = n + 1, lam[j]
-        return n
+    def abi(b: int) -> int:
+        k, P = m.bodies[b].nv, has_parent[b]
+        inv = 1 if k == 1 else k * (1 + 2 * k + 4 * k * (k - 1))
+        return k * mv + k * k * dot + inv + P * (6 * k * (2 * k - 1) + 36 * (2 * k + 1))
 
-    anc = [chain(j) - 1 for j in range(nv)]
-
-    def solve(cols: int) -> int:
-        return sum(2 * (1 + cols) + 4 * cols * anc[j] for j in range(nv))  # both sweeps over every coordinate
+    def absolve(c: int, cols: int) -> int:  # per column, summed over the component's bodies
+        per = 0
+        for b in lay.cbody[c]:
+            k, P = m.bodies[b].nv, has_parent[b]
+            per += 12 * k + P * (6 + k * (2 * k - 1) + 12 * k) + P * 12 * k + k * (2 * k - 1) + 12 * k
+        return cols * per
 
     def chol(r: int) -> int:
         return sum(1 + 2 * j + (r - j - 1) * (2 * j + 1) for j in range(r))
@@ -240,35 +253,23 @@ def kernel_ops(lay: Layout) -> int:
     def cholsolve(r: int, cols: int) -> int:
         return 2 * (r * cols + cols * r * (r - 1))
 
-    ops = nb * (152) + nv * 54  # kinematics
-    ops += rnea(False, False)
-    ops += (nb - roots) * 36 + nv * mv + sum(chain(j) * dot for j in range(nv))  # crba
-    ltl = sum(1 + anc[k] + sum(2 * chain(i) for i in _ancestors(lam, k)) for k in range(nv))
-    ops += ltl
-    for dofs, rws in zip(lay.comps, lay.rows):  # td_forward
+    ops = nb * 152 + nv * 54  # kinematics
+    ops += rnea(False, False) + (nb - roots) * 36 + sum(abi(b) for b in range(nb))
+    for c, (dofs, rws) in enumerate(zip(lay.comps, lay.rows)):  # td_forward
         n, r = len(dofs), len(rws)
-        ops += 2 * n + sum(2 * (2 + r) + 4 * (1 + r) * anc[j] for j in dofs) + r * (2 * n + r * 2 * n)
-        ops += chol(r) + cholsolve(r, 1) + n * 2 * r
+        ops += 2 * n + absolve(c, 1 + r) + r * (2 * n + r * 2 * n) + chol(r) + cholsolve(r, 1) + n * 2 * r
     ops += rnea(True, True) + nv * 618  # td_id_derivs
     ops += sum(depth_b[bd] * (5 * dot + 3) + (depth_b[bd] - m.bodies[bd].nv) * 2 * dot
                for bd in (i for i, b in enumerate(m.bodies) for _ in range(b.nv)))
-    for dofs, rws in zip(lay.comps, lay.rows):  # td_finish
+    for c, (dofs, rws) in enumerate(zip(lay.comps, lay.rows)):  # td_finish
         n, r = len(dofs), len(rws)
         cols = 3 * n + na
-        ops += sum(2 * (1 + cols) + 4 * cols * anc[j] for j in dofs)
+        ops += absolve(c, cols)
         if r:
             ops += r * n * 2 * cols + cholsolve(r, cols) + n * r * 2 * cols
     if any(bd.fext for bd in m.bodies):
         ops += sum(bd.nv * len(lay.comps[lay.bcomp[i]]) * 12 for i, bd in enumerate(m.bodies))
     return ops
-
-
-def _ancestors(lam: list[int], k: int) -> list[int]:
-    out, i = [], lam[k]
-    while i >= 0:
-        out.append(i)
-        i = lam[i]
-    return out
 
 
 def _function(name: str, params: str, b: Builder) -> tuple[str, list[str], Counter]:
