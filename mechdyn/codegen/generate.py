@@ -41,6 +41,7 @@ class Generated:
     observe_len: int
     route: Route | None  # the solve taken, and both routes' operation counts (None: the derivatives' unit)
     parts: int = 1  # translation units the source splits into (generate's part(); 1: it is one)
+    how: str = ""  # the derivatives' unit: how it solves (its route, docs/derivatives.md)
 
     @property
     def flops(self) -> int:
@@ -445,11 +446,13 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
         body = sincos_batch(b.angles) + lines
     head = _deriv_head(model, "straight-line", flops, bool(b.angles), ops["sqrt"] > 0)
     api = _deriv_api(model, flops, protos, null_guards(m) + clear + body)
+    how = ("straight-line, the forward pass included: its factor (the LᵀDL, with loops the KKT system's) reused for "
+           "every column")
     if not stages:
-        return Generated(model, head + api, ops, 0, None)
+        return Generated(model, head + api, ops, 0, None, how=how)
     half = (len(stages) + 1) // 2
     return Generated(model, head + part(0, api) + part(1, "".join(stages[:half])) + part(2, "".join(stages[half:])),
-                     ops, 0, None, parts=3)
+                     ops, 0, None, parts=3, how=how)
 
 
 def _loop_unit(model: Model, loop: derivs_loop.LoopRoute) -> Generated:
@@ -458,11 +461,13 @@ def _loop_unit(model: Model, loop: derivs_loop.LoopRoute) -> Generated:
     ops = loop.ops + Counter({"+": loop.kernel})
     head = _deriv_head(model, "loop", loop.flops, loop.trig, ops["sqrt"] > 0)
     api = loop.text + _deriv_api(model, loop.flops, "", null_guards(slid(model)[1]) + loop.body, loops=True)
+    how = ("the loop route: the inverse dynamics' derivatives and articulated-body solves over the tree's tables, "
+           "per independent component")
     if not loop.stages:
-        return Generated(model, head + api, ops, 0, None)
+        return Generated(model, head + api, ops, 0, None, how=how)
     half = (len(loop.stages) + 1) // 2
     return Generated(model, head + part(0, api) + part(1, "".join(loop.stages[:half]))
-                     + part(2, "".join(loop.stages[half:])), ops, 0, None, parts=3)
+                     + part(2, "".join(loop.stages[half:])), ops, 0, None, parts=3, how=how)
 
 
 def _deriv_head(model: Model, how: str, flops: int, trig: bool, sqrt: bool) -> str:

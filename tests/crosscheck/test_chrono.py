@@ -413,8 +413,8 @@ def test_hht_from_zero_accelerations_is_caught(monkeypatch):
 
 
 def test_hht_pair_refuses_rsda_models(capsys):
-    """The HHT pair on a model with rsda elements (first-order torques on Chrono's side) or past the derivatives'
-    size is one line and exit 2; without pychrono it is the missing-pychrono line."""
+    """The HHT pair on a model with rsda elements (first-order torques on Chrono's side) is one line and exit 2;
+    without pychrono it is the missing-pychrono line."""
     from crosscheck.cli import parser
     from mechdyn.cliutil import run
 

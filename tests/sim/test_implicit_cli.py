@@ -49,7 +49,6 @@ def test_sim_adaptive(capsys):
     (["sim", "elbow", "--scheme", "galpha", "--atol", "1e-6"], "--atol is the adaptive step's tolerance"),
     (["sim", "elbow", "--scheme", "galpha", "--rho-inf", "1.5"], "spectral radius from 0 to 1"),
     (["sim", "track_min", "--scheme", "galpha", "--drive"], "--drive steps with verlet or euler"),
-    (["sim", "chain63", "--scheme", "galpha"], "at most 48 velocity coordinates"),
     (["bench", "elbow", "--scheme", "galpha"], "give --sim DT"),
     (["bench", "elbow", "--sim", "1e-3", "--newton", "2"], "add --scheme galpha"),
     (["bench", "elbow", "--sim", "1e-3", "--scheme", "galpha", "--verlet-dt", "1e-3"], "--verlet-dt sets Verlet's"),
