@@ -42,7 +42,8 @@ def _find(parent: list[int], x: int) -> int:
     return x
 
 
-def components(model: Model, coupled: list[tuple[int, int]], row_dofs: list[list[int]]) -> tuple[list[list[int]], list[list[int]], list[int]]:
+def components(model: Model, coupled: list[tuple[int, int]],
+               row_dofs: list[list[int]]) -> tuple[list[list[int]], list[list[int]], list[int]]:
     """The coordinates and loop rows of each independent component, and each body's component: bodies joined by
     the tree, by any coupled pair of coordinates (an element's or a loop term's derivative), or by a loop row."""
     nb = model.nbody
@@ -308,11 +309,12 @@ def loop_route(model: Model) -> LoopRoute:
     comps, rows, bcomp = components(model, coupled, row_dofs)
     lay = Layout(model, comps, rows, bcomp)
     nv, nb, na, nc = model.nv, model.nbody, model.nact, sum(len(r) for r in rows)
-    pre_c, pre_stages, pre_ops = _function("td_pre", "const double *q, const double *qd, const double *act, double *pose, "
-                                         "double *Q, double *K, double *k", pre)
-    post_c, post_stages, post_ops = _function("td_post", "const double *q, const double *qd, const double *act, "
-                                           "const double *qdd, const double *mu, double *dq, double *dqd, "
-                                           "double *dact, double *Gq, double *Gqd, double *Ga", post)
+    pre_c, pre_stages, pre_ops = _function(
+        "td_pre", "const double *q, const double *qd, const double *act, double *pose, double *Q, double *K, "
+                  "double *k", pre)
+    post_c, post_stages, post_ops = _function(
+        "td_post", "const double *q, const double *qd, const double *act, const double *qdd, const double *mu, "
+                   "double *dq, double *dqd, double *dact, double *Gq, double *Gqd, double *Ga", post)
     n1 = lambda x: max(x, 1)  # noqa: E731  (C arrays need a size)
     body = [
         f"double pose[{12 * nb}], Q[{nv}] = {{0}}, K[{n1(nc * nv)}] = {{0}}, k[{n1(nc)}] = {{0}}, mu[{n1(nc)}];",

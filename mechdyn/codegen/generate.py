@@ -410,9 +410,9 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
     """The derivatives' translation unit: fwd_dyn_derivs on the model with its frames slid, its batched twin,
     the sizes and the operation count, by the cheaper of the two routes: straight-line (derivs.py) or loops over
     the tree's tables (derivs_loop.py). The straight-line builder is abandoned once it has emitted more
-    operations than the loop route costs or than STRAIGHT_MAX. A long straight-line body is cut into stage functions (simd.py), their
-    halves compiled as two parts side by side. `route` ("straight" or "loop") takes that route whatever it
-    costs."""
+    operations than the loop route costs or than STRAIGHT_MAX. A long straight-line body is cut into stage
+    functions (simd.py), their halves compiled as two parts side by side. `route` ("straight" or "loop") takes
+    that route whatever it costs."""
     m = slid(model)[1]
     loop = None if route == "straight" else derivs_loop.loop_route(m)
     if route == "loop":

@@ -110,7 +110,8 @@ static void td_inertia(double m, const double *cb, const double *Ib, const doubl
         for (int j = 0; j < 3; ++j) Rt[3 * i + j] = E[3 * j + i];
     }
     for (int i = 0; i < 3; ++i)  /* R Ib */
-        for (int j = 0; j < 3; ++j) RI[3 * i + j] = Rt[3 * i] * Ib[j] + Rt[3 * i + 1] * Ib[3 + j] + Rt[3 * i + 2] * Ib[6 + j];
+        for (int j = 0; j < 3; ++j)
+            RI[3 * i + j] = Rt[3 * i] * Ib[j] + Rt[3 * i + 1] * Ib[3 + j] + Rt[3 * i + 2] * Ib[6 + j];
     double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2], h[3] = {m * c[0], m * c[1], m * c[2]};
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j)

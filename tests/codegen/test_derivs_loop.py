@@ -19,7 +19,8 @@ from mechdyn.dynamics import Derivatives, Dynamics
 # a tree, branches, a floating base with fext, loops, drivers with loops, elements with act
 MODELS = ["threelink", "bintree", "satellite", "fourbar", "quartercar", "springpend", "rrrs", "pendulums"]
 ROUTES_TOL = 1e-9  # the two routes' blocks, scaled: each rounds apart; measured at most 5e-11 (quartercar)
-COUNTED = "static long td_counted;\n#define TD_OPS(k) (td_counted += (k))\nlong td_count(void) { long n = td_counted; td_counted = 0; return n; }\n"
+COUNTED = ("static long td_counted;\n#define TD_OPS(k) (td_counted += (k))\n"
+           "long td_count(void) { long n = td_counted; td_counted = 0; return n; }\n")
 
 
 def call(dyn: Dynamics, module, x) -> Derivatives:
