@@ -242,10 +242,16 @@ def kernel_ops(lay: Layout) -> int:
         return k * mv + k * k * dot + inv + P * (6 * k * (2 * k - 1) + 36 * (2 * k + 1))
 
     def absolve(c: int, cols: int) -> int:  # per column, summed over the component's bodies
-        per = 0
+        per, touched = 0, set()  # a body's p is written by its first child (td_absolve)
+        for b in reversed(lay.cbody[c]):
+            k, p = m.bodies[b].nv, m.bodies[b].parent
+            per += 12 * k * (b in touched)
+            if p != BASE:
+                per += 6 * (p in touched and b in touched) + k * (2 * k - 1) + 12 * k
+                touched.add(p)
         for b in lay.cbody[c]:
-            k, P = m.bodies[b].nv, has_parent[b]
-            per += 12 * k + P * (6 + k * (2 * k - 1) + 12 * k) + P * 12 * k + k * (2 * k - 1) + 12 * k
+            k = m.bodies[b].nv
+            per += 12 * k * has_parent[b] + k * (2 * k - 1) + 12 * k
         return cols * per
 
     def chol(r: int) -> int:

@@ -56,6 +56,7 @@ typedef struct {
     double *col;             /* 54 nv: each coordinate's vectors of td_id_derivs */
     double *U;               /* 6 nv: IA J per coordinate */
     double *pa;              /* 6 TD_W nb: the articulated solve's bias forces, then accelerations */
+    int *touched;            /* nb: the body's pa has been written in this block of columns */
 } td_work;
 
 #define TD_W 16              /* the articulated solve's columns at a time: its bodies' work stays in cache */
@@ -278,21 +279,39 @@ static void td_abi(const td_model *M, td_work *w)
     }
 }
 
+/* y = D^-1 z over wd columns for one coordinate e of a body of k: z[f] the rows of its coordinates. */
+static void td_dinv(int k, int e, const double *Dinv, double *const *z, double *y, int wd)
+{
+    if (k == 1) {
+        for (int q = 0; q < wd; ++q) y[q] = Dinv[0] * z[0][q];
+    } else {
+        for (int q = 0; q < wd; ++q) {
+            double s = 0.0;
+            for (int f = 0; f < k; ++f) s += Dinv[k * e + f] * z[f][q];
+            y[q] = s;
+        }
+    }
+    TD_OPS(wd * (2 * k - 1));
+}
+
 /* X = H^-1 X for component c's m columns (X: its n coordinates' rows, row-major) by the articulated-body
  * recursion: u = x - J^T p and p_parent += p + U D^-1 u leaves first, then x = D^-1 (u - U^T a_parent) and
- * a = a_parent + J x from the roots, TD_W columns at a time. */
+ * a = a_parent + J x from the roots, TD_W columns at a time. A body's p is zero until a child writes it, so a
+ * leaf reads none and the first child of each body writes rather than adds (w->touched). */
 static void td_absolve(const td_model *M, td_work *w, int c, double *X, int m)
 {
     const int *bs = M->cbody + M->cbstart[c], nbc = M->cbstart[c + 1] - M->cbstart[c];
     for (int c0 = 0; c0 < m; c0 += TD_W) {
         int wd = m - c0 < TD_W ? m - c0 : TD_W;
-        for (int t = 0; t < nbc; ++t) memset(w->pa + 6L * TD_W * bs[t], 0, sizeof(double) * 6 * TD_W);
+        for (int t = 0; t < nbc; ++t) w->touched[bs[t]] = 0;
         for (int t = nbc - 1; t >= 0; --t) {
             int b = bs[t], k = M->dcount[b], j0 = M->dfirst[b], p = M->bparent[b];
-            const double *pb = w->pa + 6L * TD_W * b, *Dinv = w->bd[b].Dinv;
+            const double *pb = w->pa + 6L * TD_W * b;
+            double *z[6];
             for (int e = 0; e < k; ++e) {  /* u = x - J^T p, kept in X */
                 const double *J = w->J + 6 * (j0 + e);
-                double *x = X + (long)m * M->dloc[j0 + e] + c0;
+                double *x = z[e] = X + (long)m * M->dloc[j0 + e] + c0;
+                if (!w->touched[b]) continue;
                 for (int q = 0; q < wd; ++q)
                     x[q] -= J[0] * pb[q] + J[1] * pb[TD_W + q] + J[2] * pb[2 * TD_W + q] + J[3] * pb[3 * TD_W + q]
                             + J[4] * pb[4 * TD_W + q] + J[5] * pb[5 * TD_W + q];
@@ -300,34 +319,38 @@ static void td_absolve(const td_model *M, td_work *w, int c, double *X, int m)
             }
             if (p < 0) continue;
             double *pp = w->pa + 6L * TD_W * p;
-            for (int r = 0; r < 6; ++r)
-                for (int q = 0; q < wd; ++q) pp[r * TD_W + q] += pb[r * TD_W + q];
-            TD_OPS(6 * wd);
+            if (!w->touched[p]) {
+                for (int r = 0; r < 6; ++r)
+                    for (int q = 0; q < wd; ++q) pp[r * TD_W + q] = w->touched[b] ? pb[r * TD_W + q] : 0.0;
+                w->touched[p] = 1;
+            } else if (w->touched[b]) {
+                for (int r = 0; r < 6; ++r)
+                    for (int q = 0; q < wd; ++q) pp[r * TD_W + q] += pb[r * TD_W + q];
+                TD_OPS(6 * wd);
+            }
             for (int e = 0; e < k; ++e) {  /* p_parent += U D^-1 u */
                 double y[TD_W];
-                for (int q = 0; q < wd; ++q) {
-                    double s = 0.0;
-                    for (int f = 0; f < k; ++f) s += Dinv[k * e + f] * X[(long)m * M->dloc[j0 + f] + c0 + q];
-                    y[q] = s;
-                }
+                td_dinv(k, e, w->bd[b].Dinv, z, y, wd);
                 const double *U = w->U + 6 * (j0 + e);
                 for (int r = 0; r < 6; ++r)
                     for (int q = 0; q < wd; ++q) pp[r * TD_W + q] += U[r] * y[q];
-                TD_OPS(wd * (2 * k - 1) + 12 * wd);
+                TD_OPS(12 * wd);
             }
         }
         for (int t = 0; t < nbc; ++t) {
             int b = bs[t], k = M->dcount[b], j0 = M->dfirst[b], p = M->bparent[b];
-            double *ab = w->pa + 6L * TD_W * b, u[6][TD_W];
-            const double *Dinv = w->bd[b].Dinv;
+            double *ab = w->pa + 6L * TD_W * b, u[6][TD_W], *z[6];
             for (int e = 0; e < k; ++e) {  /* u - U^T a_parent */
                 const double *x = X + (long)m * M->dloc[j0 + e] + c0;
-                for (int q = 0; q < wd; ++q) u[e][q] = x[q];
-                if (p < 0) continue;
+                z[e] = u[e];
+                if (p < 0) {
+                    for (int q = 0; q < wd; ++q) u[e][q] = x[q];
+                    continue;
+                }
                 const double *U = w->U + 6 * (j0 + e), *ap = w->pa + 6L * TD_W * p;
                 for (int q = 0; q < wd; ++q)
-                    u[e][q] -= U[0] * ap[q] + U[1] * ap[TD_W + q] + U[2] * ap[2 * TD_W + q] + U[3] * ap[3 * TD_W + q]
-                               + U[4] * ap[4 * TD_W + q] + U[5] * ap[5 * TD_W + q];
+                    u[e][q] = x[q] - (U[0] * ap[q] + U[1] * ap[TD_W + q] + U[2] * ap[2 * TD_W + q]
+                                      + U[3] * ap[3 * TD_W + q] + U[4] * ap[4 * TD_W + q] + U[5] * ap[5 * TD_W + q]);
                 TD_OPS(12 * wd);
             }
             for (int r = 0; r < 6; ++r)
@@ -335,14 +358,10 @@ static void td_absolve(const td_model *M, td_work *w, int c, double *X, int m)
             for (int e = 0; e < k; ++e) {  /* x = D^-1 (u - U^T a_parent); a += J x */
                 double *x = X + (long)m * M->dloc[j0 + e] + c0;
                 const double *J = w->J + 6 * (j0 + e);
-                for (int q = 0; q < wd; ++q) {
-                    double s = 0.0;
-                    for (int f = 0; f < k; ++f) s += Dinv[k * e + f] * u[f][q];
-                    x[q] = s;
-                }
+                td_dinv(k, e, w->bd[b].Dinv, z, x, wd);
                 for (int r = 0; r < 6; ++r)
                     for (int q = 0; q < wd; ++q) ab[r * TD_W + q] += J[r] * x[q];
-                TD_OPS(wd * (2 * k - 1) + 12 * wd);
+                TD_OPS(12 * wd);
             }
         }
     }
@@ -587,7 +606,8 @@ static void *td_begin(const td_model *M, int na, td_work *w, td_comp *cw)
     }
     size += 6L * M->nv + M->nv + 54L * M->nv + 6L * M->nv + 6L * TD_W * M->nb + nmax * m + rmax * m
             + 6L * nmax * M->nb;
-    size_t bytes = 16 + sizeof(td_body) * M->nb + sizeof(double *) * 2 * M->ncomp + sizeof(double) * size;
+    size_t bytes = 16 + sizeof(td_body) * M->nb + sizeof(double *) * 2 * M->ncomp + sizeof(double) * size
+                   + sizeof(int) * M->nb;
     pthread_once(&td_once, td_make_key);
     char *kept = pthread_getspecific(td_key);
     if (!kept || *(size_t *)kept < bytes) {
@@ -614,6 +634,7 @@ static void *td_begin(const td_model *M, int na, td_work *w, td_comp *cw)
     w->pa = d; d += 6L * TD_W * M->nb;
     cw->X = d; d += nmax * m;
     cw->W = d; d += rmax * m;
+    w->touched = (int *)(d + 6L * nmax * M->nb);
     cw->pre = d;
     return mem;
 }
