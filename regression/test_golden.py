@@ -96,8 +96,8 @@ def test_planted_generator_changes_trip_the_derivative_gates(tmp_path, monkeypat
     assert g is not None, "no elbow derivatives golden: crosscheck golden --derivatives --update elbow"
     real = gen.derivatives_builder
 
-    def padded(model):
-        b, blocks = real(model)
+    def padded(model, budget=None):
+        b, blocks = real(model, budget)
         q0 = Sym("q[0]")
         for k in ("dq", "dqd", "dtau"):
             blocks[k] = [[x if x == 0.0 else b.sub(b.add(x, q0), q0) for x in row] for row in blocks[k]]
