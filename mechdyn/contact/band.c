@@ -308,67 +308,39 @@ void md_band_depth(const md_band *bands, int nband, const double *X, double *out
  * 24 tangents, the shoe's (δφ, δp, δw, δv) then the roller's: R ↦ exp(δφ×)·R, p ↦ p + δp, w ↦ w + δw, v ↦ v + δv,
  * all in world coordinates. Every branch is the one the evaluation takes. */
 
+/* A jet type T (prefix P) of N derivatives and its arithmetic: the constant, a + b, a − b, a·s for a constant s,
+ * a·b, a / b and √a (its slope taken as 0 at a = 0). Instantiated here for a band pair's 24 tangents and in ground.c
+ * for one body's 12. */
+#define MD_JET(T, P, N)                                                                                             \
+    typedef struct {                                                                                                \
+        double v, d[N]; /* the value and its derivatives along the tangents */                                      \
+    } T;                                                                                                            \
+    static T P##_const(double c) { T r = {c, {0.0}}; return r; }                                                    \
+    static T P##_add(T a, T b) { a.v += b.v; for (int k = 0; k < N; ++k) a.d[k] += b.d[k]; return a; }             \
+    static T P##_sub(T a, T b) { a.v -= b.v; for (int k = 0; k < N; ++k) a.d[k] -= b.d[k]; return a; }             \
+    static T P##_scale(T a, double s) { a.v *= s; for (int k = 0; k < N; ++k) a.d[k] *= s; return a; }              \
+    static T P##_mul(T a, T b)                                                                                      \
+    {                                                                                                               \
+        T r = {a.v * b.v, {0.0}};                                                                                   \
+        for (int k = 0; k < N; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k];                                           \
+        return r;                                                                                                   \
+    }                                                                                                               \
+    static T P##_div(T a, T b)                                                                                      \
+    {                                                                                                               \
+        T r = {a.v / b.v, {0.0}};                                                                                   \
+        for (int k = 0; k < N; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v;                                         \
+        return r;                                                                                                   \
+    }                                                                                                               \
+    static T P##_sqrt(T a)                                                                                          \
+    {                                                                                                               \
+        T r = {sqrt(a.v), {0.0}};                                                                                   \
+        if (r.v > 0.0)                                                                                              \
+            for (int k = 0; k < N; ++k) r.d[k] = 0.5 * a.d[k] / r.v;                                                \
+        return r;                                                                                                   \
+    }
+
 enum { BJ = 24 };
-
-typedef struct {
-    double v, d[BJ];  /* the value and its derivatives along the pair's tangents */
-} band_jet;
-
-/* the constant c */
-static band_jet bj_const(double c)
-{
-    band_jet r = {c, {0.0}};
-    return r;
-}
-
-/* a + b */
-static band_jet bj_add(band_jet a, band_jet b)
-{
-    a.v += b.v;
-    for (int k = 0; k < BJ; ++k) a.d[k] += b.d[k];
-    return a;
-}
-
-/* a − b */
-static band_jet bj_sub(band_jet a, band_jet b)
-{
-    a.v -= b.v;
-    for (int k = 0; k < BJ; ++k) a.d[k] -= b.d[k];
-    return a;
-}
-
-/* a·s for a constant s */
-static band_jet bj_scale(band_jet a, double s)
-{
-    a.v *= s;
-    for (int k = 0; k < BJ; ++k) a.d[k] *= s;
-    return a;
-}
-
-/* a·b */
-static band_jet bj_mul(band_jet a, band_jet b)
-{
-    band_jet r = {a.v * b.v, {0.0}};
-    for (int k = 0; k < BJ; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k];
-    return r;
-}
-
-/* a / b */
-static band_jet bj_div(band_jet a, band_jet b)
-{
-    band_jet r = {a.v / b.v, {0.0}};
-    for (int k = 0; k < BJ; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v;
-    return r;
-}
-
-/* √a (its slope taken as 0 at a = 0) */
-static band_jet bj_sqrt(band_jet a)
-{
-    band_jet r = {sqrt(a.v), {0.0}};
-    if (r.v > 0.0)
-        for (int k = 0; k < BJ; ++k) r.d[k] = 0.5 * a.d[k] / r.v;
-    return r;
-}
+MD_JET(band_jet, bj, BJ)
 
 /* sin a and cos a */
 static void bj_sincos(band_jet a, band_jet *s, band_jet *c)

@@ -318,66 +318,7 @@ double md_ground_anchor_energy(const md_ground *g, const double *X, const double
  * Every branch is the one the evaluation takes. tire.c differentiates the tires with the same jets. */
 
 enum { GJ = 12 };
-
-typedef struct {
-    double v, d[GJ];  /* the value and its derivatives along one body's tangents */
-} ground_jet;
-
-/* the constant c */
-static ground_jet gj_const(double c)
-{
-    ground_jet r = {c, {0.0}};
-    return r;
-}
-
-/* a + b */
-static ground_jet gj_add(ground_jet a, ground_jet b)
-{
-    a.v += b.v;
-    for (int k = 0; k < GJ; ++k) a.d[k] += b.d[k];
-    return a;
-}
-
-/* a − b */
-static ground_jet gj_sub(ground_jet a, ground_jet b)
-{
-    a.v -= b.v;
-    for (int k = 0; k < GJ; ++k) a.d[k] -= b.d[k];
-    return a;
-}
-
-/* a·s for a constant s */
-static ground_jet gj_scale(ground_jet a, double s)
-{
-    a.v *= s;
-    for (int k = 0; k < GJ; ++k) a.d[k] *= s;
-    return a;
-}
-
-/* a·b */
-static ground_jet gj_mul(ground_jet a, ground_jet b)
-{
-    ground_jet r = {a.v * b.v, {0.0}};
-    for (int k = 0; k < GJ; ++k) r.d[k] = a.d[k] * b.v + a.v * b.d[k];
-    return r;
-}
-
-/* a / b */
-static ground_jet gj_div(ground_jet a, ground_jet b)
-{
-    ground_jet r = {a.v / b.v, {0.0}};
-    for (int k = 0; k < GJ; ++k) r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v;
-    return r;
-}
-
-/* √a (its slope taken as 0 at a = 0) */
-static ground_jet gj_sqrt(ground_jet a)
-{
-    ground_jet r = {sqrt(a.v), {0.0}};
-    if (r.v > 0.0)
-        for (int k = 0; k < GJ; ++k) r.d[k] = 0.5 * a.d[k] / r.v;
-    return r;
-}
+MD_JET(ground_jet, gj, GJ)  /* band.c */
 
 /* a·b + c·d + e·f, the sum in that order */
 static ground_jet gj_dot3(ground_jet a, ground_jet b, ground_jet c, ground_jet d, ground_jet e, ground_jet f)
