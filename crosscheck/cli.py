@@ -570,7 +570,7 @@ def parser() -> argparse.ArgumentParser:
         "gate 1e-8. With --derivatives, instead derivs_vs_pinocchio: Pinocchio's computeABADerivatives (with "
         "the terms for base-fixed fext rows and force elements that its ABA does not hold) against the generated "
         "fwd_dyn_derivs, the worst block (qdd, dq, dqd, dtau, dact, dfext) at the worst state, gate 1e-9 "
-        "(docs/derivatives.md); tree models up to 48 DoF, others exit 2.",
+        "(docs/derivatives.md); tree models of any size, loop models exit 2.",
         epilog="examples:\n  crosscheck pinocchio satellite\n  crosscheck pinocchio springpend --derivatives\n"
         "  crosscheck pinocchio stanford --derivatives --trials 200 --json\n",
     )
@@ -588,7 +588,7 @@ def parser() -> argparse.ArgumentParser:
         "step, h = 1e-3, with a motor on every dof) against the generated derivatives carried through the same "
         "step: linearize_pos and linearize_vel, the worst scaled error of the position rows of [A B] and of the "
         "velocity rows of [A - I B] / h, each as a share of its state's gate (the differences' rounding at step "
-        "--eps; gate 1); tree models up to 48 DoF, others exit 2.",
+        "--eps; gate 1); tree models of any size, loop models exit 2.",
         epilog="examples:\n  crosscheck mujoco elbow\n  crosscheck mujoco satellite --linearize\n"
         "  crosscheck mujoco stanford --linearize --trials 50 --eps 1e-5 --json\n",
     )
