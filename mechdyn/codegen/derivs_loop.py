@@ -3,8 +3,8 @@ derivatives (derivs.py) would cost more operations or would not compile in reaso
 
 The work that grows faster than the tree is written once, in C (tree_derivs.c), and reads the model from
 generated tables: the analytic derivatives of the recursive Newton–Euler inverse dynamics in world coordinates
-(Carpentier and Mansard, RSS 2018), the mass matrix over the tree pattern, its LᵀL factor and the KKT solves,
-each over one independent component (the trees that no loop or element joins) at a time. What stays
+(Carpentier and Mansard, RSS 2018), and the solves: H⁻¹ by the articulated-body recursion, a Schur complement
+for the loop and driver rows, each over one independent component (the trees that no loop or element joins). What stays
 straight-line is what is small and model-specific, generated as everywhere else: each body's pose, the
 elements' forces and the loops' rows (`pre`), and, once qdd and μ are known, the derivatives of the elements'
 forces and of the loops' terms Kᵀμ and K qdd − k by forward mode along the tape (`post`). The operation count
