@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
@@ -155,10 +156,22 @@ COUNTED = {"crba": frames.tree_passes, "aba": aba.tree_passes}  # what each rout
 
 def slid(model: Model) -> tuple[tuple[float, ...], Model]:
     """The frames turned onto their joint axes (frames.align), their shifts searched by the count of the route
-    built first (first_route), and the aligned and slid model."""
-    aligned = frames.align(model)
-    s = frames.shifts(aligned, COUNTED[first_route(aligned)])
-    return s, frames.slide(aligned, s)
+    built first (first_route), and the aligned and slid model. Remembered per model content (_SLID)."""
+    key = (fingerprint(model), *(f for f in vars(frames).values() if callable(f)))
+    if key not in _SLID:
+        aligned = frames.align(model)
+        s = frames.shifts(aligned, COUNTED[first_route(aligned)])
+        _SLID[key] = s, frames.slide(aligned, s)
+        while len(_SLID) > SLID_KEPT:
+            del _SLID[next(iter(_SLID))]
+    return _SLID[key]
+
+
+# The shift search takes tens of seconds on a 60-body tree, and a model's dynamics, derivatives and route all
+# need it, so a process keeps the last few. The key holds frames.py's functions themselves (kept alive by it, so
+# never mistaken for a later object at the same address): a test that replaces one is never served the real result.
+SLID_KEPT = 8
+_SLID: dict[tuple, tuple[tuple[float, ...], Model]] = {}
 
 
 def route(model: Model) -> Route:
