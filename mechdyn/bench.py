@@ -543,7 +543,8 @@ def bench_contact_implicit(dyn: Dynamics, dt: float, scheme: str = "galpha", imp
            for (name, sim_dt, how, _), (cpu, n) in zip(schemes, best)]
     mode = f"{opts.iterations} corrections a step" if opts.iterations else f"to tolerance {opts.tol:g}"
     command = f"mechdyn sim {dyn.model.name} --scheme {scheme} --dt {dt:g}" + (
-        f" --newton {opts.iterations}" if opts.iterations else "")
+        f" --newton {opts.iterations}" if opts.iterations else "") + (
+        f" --refresh {opts.refresh}" if opts.refresh else "")
     return ContactImplicitBench(dyn.model.name, lead_in, simulated, mode, repeats, out[0], out[1], command)
 
 

@@ -170,6 +170,8 @@ def moved(old: str, new: str) -> InputError:
     return InputError(f"'mechdyn {old}' moved to the verification harness: run 'crosscheck {new}'")
 
 
+REFRESH_HELP = ("galpha/hht on a model with contact: rebuild the iteration matrix (by differences) at least every K "
+                "steps; 1 builds it fresh every step (default: when Newton slows, or every 50 steps with --newton)")
 ACCURACY_STEP = 0.0  # `bench --sim` given without DT (no DT can be 0): the contact step chosen by accuracy
 
 
@@ -195,6 +197,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          "add --scheme galpha (or hht) and a model with a band or a ground")
     if args.newton is not None and args.scheme == "verlet":
         raise InputError("bench: --newton N is the implicit schemes' real-time mode: add --scheme galpha or hht")
+    if args.refresh is not None and (args.scheme == "verlet" or not contact):
+        raise InputError("bench: --refresh K sets how often the contact loop's implicit step rebuilds its matrix: "
+                         "add --scheme galpha (or hht) and a model with a band or a ground")
     if args.sim == ACCURACY_STEP and not contact:
         raise InputError(f"bench: --sim without DT takes the contact step chosen by accuracy, and '{model.name}' "
                          "has no band and no ground; give --sim DT")
@@ -206,7 +211,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.sim is not None and contact and args.scheme != "verlet":
             from mechdyn.sim.implicit import Implicit
 
-            res = bench_contact_implicit(dyn, args.sim, args.scheme, Implicit(iterations=args.newton).checked(),
+            opts = Implicit(iterations=args.newton, refresh=args.refresh).checked()
+            res = bench_contact_implicit(dyn, args.sim, args.scheme, opts,
                                          verlet_dt=args.verlet_dt, repeats=args.repeats)
         elif args.sim is not None and model.tires and not model.tracks:
             from mechdyn.bench import bench_vehicle
@@ -580,7 +586,7 @@ def _implicit_options(args: argparse.Namespace):
     implicit scheme given with an explicit one, or to the other implicit scheme, are refused."""
     from mechdyn.sim.implicit import Implicit
 
-    flags = ("--rho-inf", "--alpha", "--newton", "--rtol", "--atol")
+    flags = ("--rho-inf", "--alpha", "--newton", "--rtol", "--atol", "--refresh")
     given = {f: getattr(args, f.strip("-").replace("-", "_")) for f in flags}
     given = {f: v for f, v in given.items() if v is not None}
     if args.adaptive:
@@ -598,7 +604,8 @@ def _implicit_options(args: argparse.Namespace):
         if tol in given and not args.adaptive:
             raise InputError(f"sim: {tol} is the adaptive step's tolerance: add --adaptive")
     opts = Implicit(iterations=args.newton, adaptive=args.adaptive)
-    for flag, key in (("--rho-inf", "rho_inf"), ("--alpha", "alpha"), ("--rtol", "rtol"), ("--atol", "atol")):
+    for flag, key in (("--rho-inf", "rho_inf"), ("--alpha", "alpha"), ("--rtol", "rtol"), ("--atol", "atol"),
+                      ("--refresh", "refresh")):
         if flag in given:
             opts = replace(opts, **{key: given[flag]})
     return opts.checked()
@@ -940,7 +947,9 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn bench m113 --sim              # the contact loop at the accuracy step, by stage\n"
                        "  mechdyn bench hmmwv --sim 1e-3 --scheme galpha --newton 2\n"
                        "  mechdyn bench m113 --sim 1.2e-3 --scheme galpha --newton 3 --verlet-dt 3.28e-4\n"
-                       "                                        # each at its largest step that passes the gates",
+                       "                                        # each at its largest step that passes the gates\n"
+                       "  mechdyn bench m113 --sim 1.2e-3 --scheme galpha --newton 2 --refresh 1 --verlet-dt 3.28e-4\n"
+                       "                                        # the iteration matrix fresh every step",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_argument(b)
     b.add_argument("--repeats", type=int_range(1, 1000), default=7, help="timed repeats; the minimum is reported (default 7)")
@@ -956,6 +965,7 @@ def parser() -> argparse.ArgumentParser:
                    "the settle, Verlet at its accuracy step")
     b.add_argument("--newton", type=int_range(1, 1000), metavar="N", help="with --scheme: exactly N corrections "
                    "a step (the real-time mode) instead of Newton to its tolerance")
+    b.add_argument("--refresh", type=int_range(1, MAX_STEPS), metavar="K", help=REFRESH_HELP)
     b.add_argument("--verlet-dt", type=positive_float, metavar="DT", help="with --scheme on a model with contact: "
                    "Verlet's step beside it (default: the accuracy step), e.g. its largest step that passes the "
                    "settle's gates")
@@ -1035,6 +1045,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--newton", type=int_range(1, 1000), metavar="N", help="galpha/hht: exactly N Newton corrections "
                    "every step, no convergence test: the real-time mode (default: corrections until the velocity "
                    "change is below 1e-10 of the velocity scale)")
+    s.add_argument("--refresh", type=int_range(1, MAX_STEPS), metavar="K", help=REFRESH_HELP)
     s.add_argument("--adaptive", action="store_true", help="galpha/hht: adapt the step to the local error "
                    "estimate (--dt is then the output interval)")
     s.add_argument("--rtol", type=float_range(1e-14, 1.0, "a relative tolerance"), help="with --adaptive: the local "

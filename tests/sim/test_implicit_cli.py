@@ -53,6 +53,11 @@ def test_sim_adaptive(capsys):
     (["bench", "elbow", "--sim", "1e-3", "--newton", "2"], "add --scheme galpha"),
     (["bench", "elbow", "--sim", "1e-3", "--scheme", "galpha", "--verlet-dt", "1e-3"], "--verlet-dt sets Verlet's"),
     (["bench", "track_min", "--sim", "--scheme", "galpha"], "give --sim DT"),
+    (["sim", "elbow", "--refresh", "2"], "belong to the implicit schemes"),
+    (["sim", "elbow", "--scheme", "galpha", "--refresh", "2"], "refresh is the contact loop's setting"),
+    (["sim", "m113", "--scheme", "galpha", "--refresh", "0"], "--refresh"),
+    (["bench", "elbow", "--sim", "1e-3", "--scheme", "galpha", "--refresh", "2"], "--refresh K sets how often"),
+    (["bench", "track_min", "--sim", "3e-4", "--refresh", "2"], "--refresh K sets how often"),
 ])
 def test_bad_settings_exit_2_with_one_line(capsys, argv, words):
     assert run(mechdyn_main, argv) == 2
@@ -72,3 +77,13 @@ def test_bench_implicit_with_contact(capsys):
     out = capsys.readouterr().out
     assert "verlet  dt 0.00016 s (given)" in out and "3 corrections a step" in out
     assert "mechdyn sim track_min --scheme galpha --dt 0.0003 --newton 3" in out
+
+
+def test_refresh_one_builds_a_matrix_every_step(capsys):
+    """--refresh 1: the contact loop's implicit step builds its matrix fresh every step (the figure docs/performance.md
+    "What the implicit M113 can reach" rests on)."""
+    assert run(mechdyn_main, ["bench", "track_min", "--sim", "3e-4", "--scheme", "galpha", "--newton", "2",
+                              "--refresh", "1", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"{round(1 / 3e-4)} matrices" in out, out  # the timed second's steps, each its own matrix
+    assert "mechdyn sim track_min --scheme galpha --dt 0.0003 --newton 2 --refresh 1" in out
