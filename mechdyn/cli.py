@@ -55,7 +55,9 @@ def joint_frames(model: Model) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def describe(model: Model) -> str:
-    """A human summary of the model: sizes, bodies, loops and elements."""
+    """A human summary of the model: sizes, bodies, loops, elements and declared parameters."""
+    from mechdyn.core.params import values as params_values
+
     lines = [
         f"model {model.name} ({model.path})",
         f"  bodies {model.nbody}  nq {model.nq}  nv {model.nv}  nc {model.nc}  "
@@ -107,6 +109,9 @@ def describe(model: Model) -> str:
         ("tracks", [_band_line(model, t) for t in model.tracks]),
         ("ground", [f"terrain {model.ground.terrain} {' '.join(f'{x:g}' for x in model.ground.params)}"]
          if model.ground else []),
+        ("parameters (read at run time, set without a compile; docs/params.md)",
+         [f"{p.name}: {' '.join(f'{x:g}' for x in params_values(model)[p.offset:p.offset + p.size])}"
+          for p in model.params]),
     ]
     for title, items in sections:
         if items:

@@ -112,6 +112,11 @@ def add_model_argument(p: argparse.ArgumentParser, **kw) -> None:
     g.add_argument("--mimic", choices=("refuse", "free"), default="refuse",
                    help="a mimic joint: refuse the file (default), or import it as an independent joint, as "
                         "Pinocchio does")
+    pg = p.add_argument_group("parameters (docs/params.md)")
+    pg.add_argument("--param", action="append", default=[], metavar="NAME.FIELD[=V]",
+                    help="keep this number free in the generated C: a body's mass, cg or inertia, a tsda's k, c "
+                         "or l0, an rsda's k, c or q0, set without a compile; =V gives its value (a cg or inertia: "
+                         "comma-separated). Repeatable, e.g. --param spring_FL.k=1.2e5 --param chassis.mass")
 
 
 def load_model(spec: str, floating: bool = False, mimic: str = "refuse") -> Model:
@@ -125,8 +130,39 @@ def load_model(spec: str, floating: bool = False, mimic: str = "refuse") -> Mode
 
 
 def model_of(args: argparse.Namespace) -> Model:
-    """The model a command names (add_model_argument), loaded."""
-    return load_model(args.model, getattr(args, "floating", False), getattr(args, "mimic", "refuse"))
+    """The model a command names (add_model_argument), loaded, with the parameters its --param options declare
+    at the values they give."""
+    model = load_model(args.model, getattr(args, "floating", False), getattr(args, "mimic", "refuse"))
+    given = getattr(args, "param", [])
+    return with_params(model, given) if given else model
+
+
+def with_params(model: Model, given: list[str]) -> Model:
+    """`model` with the --param options `given` (NAME.FIELD or NAME.FIELD=V) declared and set, or InputError
+    naming the option at fault."""
+    from mechdyn.core import params as P
+
+    split = [g.partition("=") for g in given]
+    try:
+        model = P.declare(model, [name for name, _, _ in split])
+    except P.ParamError as e:
+        raise InputError(f"--param: {e}") from None
+    x = P.values(model)
+    for (name, eq, text), p in zip(split, model.params[len(model.params) - len(split):]):
+        if not eq:
+            continue
+        try:
+            v = [float(t) for t in text.split(",")]
+        except ValueError:
+            raise InputError(f"--param {name}={text}: expected numbers, comma-separated for a cg or an "
+                             "inertia") from None
+        if len(v) != p.size:
+            raise InputError(f"--param {name}={text}: {name} holds {p.size} numbers, got {len(v)}")
+        x[p.offset:p.offset + p.size] = v
+    try:
+        return P.with_values(model, x)
+    except P.ParamError as e:
+        raise InputError(f"--param: {e}") from None
 
 
 def _number(text: str, kind: type, expected: str) -> float | int:

@@ -27,7 +27,9 @@ from mechdyn.core import motion
 from mechdyn.core.loops import close_loops, project_qd, reach_fault
 from mechdyn.core.model import Model
 from mechdyn.core.motion import Motion
+from mechdyn.core.params import declare
 from mechdyn.imports import load_model
+from mechdyn.parameters import Parameters
 
 # | |Q| - 1 | allowed for a floating body's quaternion. The exact drift keeps mechdyn's own trajectories within
 # ~1e-14 of unit norm (tests/test_api_safety.py measures it), and a quaternion off by 1e-9 scales its rotation
@@ -110,6 +112,7 @@ class Dynamics:
         self._progress, self._cflags, self._derivs = progress, cflags, None
         module, self.library = build(model, progress, cflags)
         self._ffi, self._lib = module.ffi, module.lib
+        self._params = Parameters(self)
         lib = self._lib
         self.nq, self.nv, self.nact = lib.fwd_dyn_nq, lib.fwd_dyn_nv, lib.fwd_dyn_nact
         self.nbody, self.observe_len, self.flops = lib.fwd_dyn_nbody, lib.fwd_dyn_observe_len, lib.fwd_dyn_flops
@@ -141,8 +144,23 @@ class Dynamics:
     @property
     def lib(self):
         """The compiled module's C functions and constants, unchecked: every argument is the caller's to get right
-        (the methods below check them)."""
+        (the methods below check them). Asking for it sets this model's parameter values in the calling thread
+        (bind)."""
+        self._params.bind(self._ffi, self._lib)
         return self._lib
+
+    @property
+    def params(self) -> Parameters:
+        """The declared parameters (docs/params.md): their names and values, which may be set without a compile."""
+        return self._params
+
+    def bind(self) -> None:
+        """Set this model's parameter values in the calling thread's copy of the generated C's (each module has
+        one per thread), as every call through `lib` does: C code that calls the generated functions by address
+        (address()) calls this first. Nothing to do for a model without parameters."""
+        self._params.bind(self._ffi, self._lib)
+        if self._derivs is not None:
+            self._params.bind(self._derivs.ffi, self._derivs.lib)
 
     def __repr__(self) -> str:
         return f"<mechdyn.Dynamics {self.model.name}: nq {self.nq}, nv {self.nv}, nact {self.nact}>"
@@ -255,9 +273,10 @@ class Dynamics:
         if function in DERIV_FUNCTION:  # the derivatives' module, built on first use
             lib, ffi = self.derivatives_lib, self._derivs.ffi
         elif function in FUNCTION:
-            lib, ffi = self._lib, self._ffi
+            lib, ffi = self.lib, self._ffi
         else:
             raise ValueError(f"unknown function {function!r}; expected one of {', '.join([*FUNCTION, *DERIV_FUNCTION])}")
+        self.bind()
         return int(ffi.cast("uintptr_t", ffi.addressof(lib, function)))
 
     # -- the generated functions -------------------------------------------
@@ -268,7 +287,7 @@ class Dynamics:
         than QUAT_TOL, and a nonzero fext row on a body that does not declare `fext 1`."""
         pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
         out = np.empty(self.nv)
-        self._lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.from_buffer("double[]", out))
+        self.lib.fwd_dyn(pq, pqd, ptau, pf, pa, self._ffi.from_buffer("double[]", out))
         return out
 
     def react(self, q, qd, tau, fext=None, act=None) -> tuple[np.ndarray, np.ndarray]:
@@ -278,7 +297,7 @@ class Dynamics:
             raise ValueError(f"model '{self.model.name}' has no driver; expected a model with 'driver' blocks")
         pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
         out, r = np.empty(self.nv), np.empty(self.ndriver)
-        self._lib.fwd_dyn_react(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in (out, r)))
+        self.lib.fwd_dyn_react(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in (out, r)))
         return out, r
 
     # -- drivers -------------------------------------------------------------
@@ -337,7 +356,7 @@ class Dynamics:
         checked as in forward, a bad quaternion named by its state index."""
         n, args = self._states(Q, QD, TAU, FEXT, ACT, optional=True)
         out = np.empty((n, self.nv))
-        self._lib.fwd_dyn_batch(n, *args, self._ffi.from_buffer("double[]", out))
+        self.lib.fwd_dyn_batch(n, *args, self._ffi.from_buffer("double[]", out))
         return out
 
     @property
@@ -349,6 +368,7 @@ class Dynamics:
             if (module.lib.fwd_dyn_derivs_nv, module.lib.fwd_dyn_derivs_nact) != (self.nv, self.nact):
                 raise RuntimeError(f"compiled derivatives module does not match model {self.model.name}")
             self._derivs = module
+        self._params.bind(self._derivs.ffi, self._derivs.lib)
         return self._derivs.lib
 
     @property
@@ -385,7 +405,7 @@ class Dynamics:
         self._check_quaternions("q", qa)
         _, pqd = self._arr("qd", qd, (self.nv,))
         out = np.empty(self.observe_len)
-        self._lib.fwd_dyn_observe(pq, pqd, self._ffi.from_buffer("double[]", out))
+        self.lib.fwd_dyn_observe(pq, pqd, self._ffi.from_buffer("double[]", out))
         return out
 
     def bodies(self, q, qd) -> np.ndarray:
@@ -397,7 +417,7 @@ class Dynamics:
         self._check_quaternions("q", qa)
         _, pqd = self._arr("qd", qd, (self.nv,))
         out = np.empty((self.nbody, BODY_ROW))
-        self._lib.fwd_dyn_bodies(pq, pqd, self._ffi.from_buffer("double[]", out))
+        self.lib.fwd_dyn_bodies(pq, pqd, self._ffi.from_buffer("double[]", out))
         return out
 
     def body_states(self, q, qd) -> BodyStates:
@@ -474,16 +494,19 @@ class Dynamics:
         _, pw = self._arr("work", work, (1,), inplace=True)
         _, ptw = self._arr("traj_work", traj_work, (nrec,), inplace=True, min_rows=True)
         done = self._ffi.new("long *")
-        nrec = self._lib.fwd_dyn_sim(scheme, nsteps, t0, dt, pq, pqd, pqdd, nsched, dt_sched, ptau, pf, pa, stride,
+        nrec = self.lib.fwd_dyn_sim(scheme, nsteps, t0, dt, pq, pqd, pqdd, nsched, dt_sched, ptau, pf, pa, stride,
                                      ptq, ptqd, pw, ptw, done)
         return nrec, done[0]
 
 
 def load(spec: str | os.PathLike | Model, progress: bool = False, floating: bool = False,
-         mimic: str = "refuse") -> Dynamics:
+         mimic: str = "refuse", params: Sequence[str] = ()) -> Dynamics:
     """Compiled dynamics for a model given by name in models/, by path (a .mech, URDF or MJCF file), or as a parsed
     Model; `progress` as for Dynamics; `floating` (a free joint at a URDF's root link) and `mimic` ("refuse" or
-    "free" for a URDF's mimic joints) as for mechdyn.imports.import_model."""
+    "free" for a URDF's mimic joints) as for mechdyn.imports.import_model. `params`: more numbers to keep free
+    (NAME.FIELD, docs/params.md), after those the file declares."""
     model = spec if isinstance(spec, Model) else load_model(Path(spec) if isinstance(spec, os.PathLike) else spec,
                                                            floating, mimic)
+    if params:
+        model = declare(model, [params] if isinstance(params, str) else params)
     return Dynamics(model, progress)

@@ -138,7 +138,7 @@ def handed_on(b: Builder, IA: Sym6, U: Vec6, Dinv: Val, c: int) -> Sym6:
 def articulated_inertias(b: Builder, kin: TreeKinematics) -> Articulated:
     """IA, U and D⁻¹ of every body, leaves first: IA_i = I_i + Σ_children Xᵀ Ia_child X."""
     model = kin.model
-    IA = [rbi_matrix(body_inertia(model, i)) for i in range(model.nbody)]
+    IA = [rbi_matrix(body_inertia(b, model, i)) for i in range(model.nbody)]
     U: list[Vec6] = [[] for _ in range(model.nbody)]
     Dinv: list[Val] = [0.0] * model.nbody
     for i in leaves_first(model):

@@ -33,6 +33,7 @@ from mechdyn.core.fingerprint import PROVENANCE_FIELDS, fingerprint  # noqa: F40
 from mechdyn.core.model import Model
 
 from . import cache as _cache
+from . import declared
 from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-exported: the build's public names)
 from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
 from .generate import CDEF, DERIV_CDEF, DRIVEN_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
@@ -67,10 +68,11 @@ def _flags(cflags: Sequence[str] | None) -> list[str]:
 
 
 def cache_key(model: Model, cflags: Sequence[str] | None = None) -> str:
-    """The content address of `model` compiled with `cflags` (default: the production flags)."""
+    """The content address of `model` compiled with `cflags` (default: the production flags): which of its numbers
+    are declared parameters, not their values."""
     cc, flags = compiler()[0], _flags(cflags)
     h = hashlib.sha256()
-    for part in (fingerprint(model), _generator_fingerprint(), cffi.__version__, compiler_identity(tuple(cc)),
+    for part in (fingerprint(model, values=False), _generator_fingerprint(), cffi.__version__, compiler_identity(tuple(cc)),
                  " ".join(flags)):
         h.update(part.encode())
         h.update(b"\0")
@@ -142,6 +144,7 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
     emit, cdef, _ = _unit(unit)
     if unit == "dynamics" and model.drivers:
         cdef += DRIVEN_CDEF
+    cdef += declared.cdef(model, "fwd_dyn" if unit == "dynamics" else "fwd_dyn_derivs")
     what = f"model '{model.name}'" + ("" if unit == "dynamics" else f" ({unit})")
 
     def make(tmp: Path) -> Path:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from mechdyn.core.model import BASE, Model, Tsda
 
+from . import declared
 from .expr import Builder, GenerationError, Sym, Val
 from .kinematics import TreeKinematics
 from .sspatial import Vec3, cross, vsub, xf_force
@@ -74,19 +75,20 @@ def element_forces(b: Builder, kin: TreeKinematics, act: str = "act") -> dict[in
     def accumulate(slot: int, x: Val) -> None:
         Q[slot] = b.add(Q.get(slot, 0.0), x)
 
-    for e in model.tsdas:
+    for n, e in enumerate(model.tsdas):
+        k, c, l0 = (declared.element(model, "tsda", n, x) for x in ("k", "c", "l0"))
         with b.at(model.path, e.line, f"tsda '{e.name}'"):
             st = tsda_state(b, kin, e)
-            f = b.sum(b.mul(float(e.k), b.sub(st.l, float(e.l0))), b.mul(float(e.c), st.ldot), act_value(e.act, act))
+            f = b.sum(b.mul(k, b.sub(st.l, l0)), b.mul(c, st.ldot), act_value(e.act, act))
             p = kin.point(model.pois[e.poi_b].body, [float(x) for x in model.pois[e.poi_b].pos])[0]
             T = cross(b, p, st.rho) + st.rho
             coef = b.neg(b.div(f, st.l))
             for slot, r in path_row(b, kin, model.pois[e.poi_a].body, model.pois[e.poi_b].body, T).items():
                 accumulate(slot, b.mul(coef, r))
-    for e in model.rsdas:
+    for n, e in enumerate(model.rsdas):
         iq, iv = model.qidx[e.body], model.vidx[e.body]
+        k, c, q0 = (declared.element(model, "rsda", n, x) for x in ("k", "c", "q0"))
         with b.at(model.path, e.line, f"rsda '{e.name}'"):
-            tau = b.sum(b.mul(-float(e.k), b.sub(Sym(f"q[{iq}]"), float(e.q0))),
-                        b.mul(-float(e.c), kin.qd(iv)), act_value(e.act, act))
+            tau = b.sum(b.mul(b.neg(k), b.sub(Sym(f"q[{iq}]"), q0)), b.mul(b.neg(c), kin.qd(iv)), act_value(e.act, act))
             accumulate(iv, tau)
     return Q

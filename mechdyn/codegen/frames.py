@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mechdyn.core.model import BASE, Loop, Model
+from mechdyn.core.params import on
 from mechdyn.core.spatial import rot_about
 
 from .crba import mass_matrix
@@ -102,7 +103,8 @@ def align(model: Model) -> Model:
                              "anchor_succ": Ct(lp.succ) @ lp.anchor_succ}, turn_pred=Ct(lp.pred), turn_succ=Ct(lp.succ))
 
     loops = tuple(turned(lp) for lp in model.loops)
-    return dc.replace(model, bodies=tuple(bodies), pois=pois, loops=loops)
+    params = tuple(dc.replace(p, turn=p.turn @ C[p.index]) if p.kind == "body" else p for p in model.params)
+    return dc.replace(model, bodies=tuple(bodies), pois=pois, loops=loops, params=params)
 
 
 def slide(model: Model, s: tuple[float, ...]) -> Model:
@@ -114,7 +116,8 @@ def slide(model: Model, s: tuple[float, ...]) -> Model:
     pois = tuple(dc.replace(p, pos=p.pos - d(p.body)) for p in model.pois)
     loops = tuple(dc.replace(lp, anchor_pred=lp.anchor_pred - d(lp.pred), anchor_succ=lp.anchor_succ - d(lp.succ))
                   for lp in model.loops)
-    return dc.replace(model, bodies=bodies, pois=pois, loops=loops)
+    params = tuple(dc.replace(p, shift=p.shift + d(p.index)) if p.field == "cg" else p for p in model.params)
+    return dc.replace(model, bodies=bodies, pois=pois, loops=loops, params=params)
 
 
 def tree_passes(b: Builder, kin: TreeKinematics) -> list[Val]:
@@ -160,27 +163,35 @@ def window(model: Model, i: int, radius: int = RADIUS) -> tuple[Model, int]:
     # over a window whose bodies do not span six directions would give a zero pivot (it is counted, never solved)
     parent = model.bodies[top.parent] if top.parent != BASE else None
     weight = {} if parent is None or parent.mass > 0 else {"mass": 1.0, "inertia": np.eye(3)}
+    if parent is not None and any(on(model, "body", top.parent, f) for f in ("mass", "cg", "inertia")):
+        weight = {"mass": 1.0, "cg": np.zeros(3), "inertia": np.eye(3)}  # a declared parent's NaNs stay out
     proxy = [] if parent is None else [dc.replace(parent, parent=BASE, joint="floating", axis=np.zeros(3),
                                                   xtree=np.zeros(3), rot=np.eye(3), **weight)]
     index = {k: len(proxy) + n for n, k in enumerate(near)}
     outside = 0 if proxy else BASE
     where = lambda k: index.get(k, outside) if k != BASE else BASE  # noqa: E731
     bodies = tuple(proxy) + tuple(dc.replace(model.bodies[k], parent=where(model.bodies[k].parent)) for k in near)
-    tsdas = [e for e in model.tsdas if model.pois[e.poi_a].body in index or model.pois[e.poi_b].body in index]
+    tsda_kept = [n for n, e in enumerate(model.tsdas)
+                 if model.pois[e.poi_a].body in index or model.pois[e.poi_b].body in index]
+    rsda_kept = [n for n, e in enumerate(model.rsdas) if e.body in index]
+    tsdas = [model.tsdas[n] for n in tsda_kept]
     ends = {n for e in tsdas for n in (e.poi_a, e.poi_b)}
     kept = [n for n, p in enumerate(model.pois) if p.body in index or n in ends]
     renum = {n: m for m, n in enumerate(kept)}
     pois = tuple(dc.replace(model.pois[n], body=where(model.pois[n].body)) for n in kept)
-    return dc.replace(model, bodies=bodies, pois=pois, loops=(), tracks=(), q_design=None,
+    new = {"body": index, "tsda": {n: m for m, n in enumerate(tsda_kept)}, "rsda": {n: m for m, n in enumerate(rsda_kept)}}
+    params = tuple(dc.replace(p, index=new[p.kind][p.index]) for p in model.params if p.index in new[p.kind])
+    return dc.replace(model, bodies=bodies, pois=pois, loops=(), tracks=(), q_design=None, params=params,
                       tsdas=tuple(dc.replace(e, poi_a=renum[e.poi_a], poi_b=renum[e.poi_b]) for e in tsdas),
-                      rsdas=tuple(dc.replace(e, body=index[e.body]) for e in model.rsdas if e.body in index)), index[i]
+                      rsdas=tuple(dc.replace(model.rsdas[n], body=index[model.rsdas[n].body]) for n in rsda_kept)), index[i]
 
 
 def candidates(model: Model, i: int) -> set[float]:
     """Shifts of body i (in `model`'s frames) that zero one component along its axis."""
     a = model.bodies[i].axis_index
     bd = model.bodies[i]
-    xs = {bd.cg[a], -float(bd.rot[:, a] @ bd.xtree)}  # its own offset along the axis, in the parent's frame
+    xs = {-float(bd.rot[:, a] @ bd.xtree)}  # its own offset along the axis, in the parent's frame
+    xs |= set() if on(model, "body", i, "cg") else {bd.cg[a]}  # a declared cg is no constant to zero
     xs |= {c.xtree[a] for c in model.bodies if c.parent == i}
     xs |= {p.pos[a] for p in model.pois if p.body == i}
     xs |= {lp.anchor_pred[a] for lp in model.loops if lp.pred == i}

@@ -14,15 +14,16 @@ import numpy as np
 
 from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
+from mechdyn.core.params import neutral
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
                    DRIVEN_CDEF, FUNCTION)  # for build.py)
 from .aba import apply_Hinv, loop_solve
 from .elements import tsda_state
 from .equations import system
-from .expr import OPS_COUNTED, Builder, OverBudget, Sym
+from .expr import OPS_COUNTED, Builder, GenerationError, OverBudget, Sym
 from .kinematics import TreeKinematics
-from . import aba, derivs_loop, driven, frames, kkt, schedule
+from . import aba, declared, derivs_loop, driven, frames, kkt, schedule
 from .derivs import derivatives_builder
 from .ltdl import expanded_parents, floating_blocks, ltdl_forward
 from .stepper import damped, drift_function, power_body, sim_function
@@ -157,9 +158,9 @@ COUNTED = {"crba": frames.tree_passes, "aba": aba.tree_passes}  # what each rout
 def slid(model: Model) -> tuple[tuple[float, ...], Model]:
     """The frames turned onto their joint axes (frames.align), their shifts searched by the count of the route
     built first (first_route), and the aligned and slid model. Remembered per model content (_SLID)."""
-    key = (fingerprint(model), *(f for f in vars(frames).values() if callable(f)))
+    key = (fingerprint(model, values=False), *(f for f in vars(frames).values() if callable(f)))
     if key not in _SLID:
-        aligned = frames.align(model)
+        aligned = frames.align(neutral(model))  # a declared parameter's value never reaches the C
         s = frames.shifts(aligned, COUNTED[first_route(aligned)])
         _SLID[key] = s, frames.slide(aligned, s)
         while len(_SLID) > SLID_KEPT:
@@ -284,8 +285,10 @@ class Passes:
 
 def passes(model: Model) -> Passes:
     """Every pass run on the model with its frames slid (frames.py): fwd_dyn, fwd_dyn_observe, the dampers' power;
-    and fwd_dyn_bodies on the model as written, whose body frames it reports."""
+    and fwd_dyn_bodies on the model as written, whose body frames it reports. A declared parameter is NaN in all
+    of them (core/params.py, neutral): the passes read it through declared.py."""
     shifts, framed = slid(model)
+    model = neutral(model)
     body, ops, angles, route = dynamics_body(framed)
     obs, obs_ops = observe_body(framed) if observe_length(model) else ([], Counter())
     bodies, bodies_ops = bodies_body(model)
@@ -396,8 +399,8 @@ def generate(model: Model) -> Generated:
     p = passes(model)
     fwd_stages, fwd = forward_function(p)
     batch_stages, batch = batch_functions(p)
-    head = header_comment(p) + includes() + helpers(p)
-    body = "".join([constants(p), fwd, batch, observe_function(p), bodies_function(p), find_function(p.model),
+    head = header_comment(p) + includes() + helpers(p) + declared.extern(model)
+    body = "".join([declared.c_block(model), constants(p), fwd, batch, observe_function(p), bodies_function(p), find_function(p.model),
                     stepper_functions(p)])
     if not fwd_stages:
         return Generated(model, head + body, p.ops, p.nobs, p.route)
@@ -427,16 +430,26 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
     functions (simd.py), their halves compiled as two parts side by side. `route` ("straight" or "loop") takes
     that route whatever it costs."""
     m = slid(model)[1]
+    if model.params and route != "straight":  # the loop route's tables hold the inertias as constants
+        if route == "loop":
+            raise _params_refused(model, "the loop route")
+        route = "straight"
     loop = None if route == "straight" else derivs_loop.loop_route(m)
     if route == "loop":
         return _loop_unit(model, loop)
     loop_flops = None if loop is None else loop.flops
     budget = None if loop_flops is None else min(loop_flops, STRAIGHT_MAX)
+    if model.params:
+        budget = STRAIGHT_MAX
     if budget is not None and derivs_loop.straight_solves_at_least(m) > budget:
+        if model.params:
+            raise _params_refused(model, f"over {STRAIGHT_MAX:,} operations by the straight-line route")
         return _loop_unit(model, loop)  # not worth building the straight-line route to find out
     try:
         b, blocks = derivatives_builder(m, budget=budget)
     except OverBudget:
+        if model.params:
+            raise _params_refused(model, f"over {STRAIGHT_MAX:,} operations by the straight-line route") from None
         return _loop_unit(model, loop)
     clear = []  # the structural zeros of every block, then its other entries stored
     for name, rows in blocks.items():
@@ -468,6 +481,14 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
                      ops, 0, None, parts=3, how=how)
 
 
+def _params_refused(model: Model, why: str) -> GenerationError:
+    """The derivatives of a model with declared parameters, which only the straight-line route reads, refused."""
+    p = model.params[0]
+    return GenerationError(model.path, p.line, f"model '{model.name}' declares parameters ({p.name}, ...), whose "
+                           f"derivatives only the straight-line route reads, and its derivatives are {why}; load "
+                           "it without parameters for its derivatives")
+
+
 def _loop_unit(model: Model, loop: derivs_loop.LoopRoute) -> Generated:
     """The derivatives' unit by the loop route (derivs_loop.py); the loops' operations are counted under "+" (their
     count is not split by kind). Long straight-line parts' stages are two more parts, compiled side by side."""
@@ -488,7 +509,8 @@ def _deriv_head(model: Model, how: str, flops: int, trig: bool, sqrt: bool) -> s
     return (f"/* Derivatives of the forward dynamics of model '{m.name}', generated by mechdyn (generator version "
             f"{GENERATOR_VERSION}), {how} route.\n * nq {m.nq}, nv {m.nv}, act slots {m.nact}; {flops} operations "
             "per call. Conventions: docs/derivatives.md. Do not edit. */\n"
-            + includes() + VECTOR_TYPES + (SINCOS_C if trig else "") + (SQRT_C if sqrt else ""))
+            + includes() + VECTOR_TYPES + (SINCOS_C if trig else "") + (SQRT_C if sqrt else "")
+            + declared.extern(model))
 
 
 def _deriv_api(model: Model, flops: int, protos: str, body: list[str], loops: bool = False) -> str:
@@ -502,7 +524,8 @@ def _deriv_api(model: Model, flops: int, protos: str, body: list[str], loops: bo
     at = lambda a: f"{a} + (long)k * {step[a]}"  # noqa: E731
     call = ", ".join([at("q"), at("qd"), at("tau"), f"fext ? {at('fext')} : 0", f"act ? {at('act')} : 0",
                       *(at(x) for x in ("qdd", "dq", "dqd", "dtau", "dact", "dfext"))])
-    return ("\n" + "".join(DERIV_CONSTANT[n].definition(v) + "\n" for n, v in values.items())
+    return (declared.c_block(m, "fwd_dyn_derivs") + "\n"
+            + "".join(DERIV_CONSTANT[n].definition(v) + "\n" for n, v in values.items())
             + "\n" + protos + DERIV_FUNCTION["fwd_dyn_derivs"].header() + "\n{\n" + _indent(body)
             + "}\n\n" + DERIV_FUNCTION["fwd_dyn_derivs_batch"].header() + "\n{\n"
             + f"    for (int k = 0; k < n; ++k)\n        fwd_dyn_derivs({call});\n}}\n")

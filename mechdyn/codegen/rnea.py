@@ -14,9 +14,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from mechdyn.core.model import BASE, Body
+from mechdyn.core.model import BASE, Model
+from mechdyn.core.params import on
 from mechdyn.core.spatial import cross as cross3  # numeric, at generation time
 
+from . import declared
 from .expr import Builder, Sym, Val
 from .kinematics import TreeKinematics
 from .sspatial import Vec3, Vec6, cross, mtv, mv, scale, vadd, vsub, xf_force, xf_force_T
@@ -46,14 +48,17 @@ def quadratic(b: Builder, g, w: Vec3, general) -> Vec3:
     return [b.sum(*(b.mul(float(G[r, k]), mono[k]) for k in range(6) if G[r, k] != 0.0)) for r in range(3)]
 
 
-def body_force(b: Builder, bd: Body, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
+def body_force(b: Builder, model: Model, i: int, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
     """I a + v ×* I v by Newton–Euler about the CG: F = m a_C, n = Ic α + ω × Ic ω + c × F.
 
     a_C = a_O + α × c + ω × (ω × c) from the classical acceleration a_O of the origin: the same
     force as the spatial form about the origin, with fewer products (Ic is about the CG, so it has
     the zeros that the parallel-axis shift fills in). The two terms quadratic in ω are written in
     the six monomials ω_i ω_j with generation-time coefficients, which a diagonal or symmetric
-    Ic and a CG on an axis make sparse."""
+    Ic and a CG on an axis make sparse. A body with declared parameters (declared.py) keeps the cross products."""
+    bd = model.bodies[i]
+    if any(on(model, "body", i, f) for f in ("mass", "cg", "inertia")):
+        return _declared_body_force(b, model, i, al, aO, w)
     m, c = float(bd.mass), np.array(bd.cg, dtype=float)
     Ic = np.array(bd.inertia, dtype=float)
     ww_c = quadratic(b, lambda u: cross3(u, cross3(u, c)), w, lambda u: cross(b, u, cross(b, u, list(c))))
@@ -61,6 +66,15 @@ def body_force(b: Builder, bd: Body, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
     aC = vadd(b, aO, vadd(b, cross(b, al, list(c)), ww_c))
     F = scale(b, m, aC)
     n = vadd(b, vadd(b, mv(b, Ic.tolist(), al), gyro), cross(b, list(c), F))
+    return n + F
+
+
+def _declared_body_force(b: Builder, model: Model, i: int, al: Vec3, aO: Vec3, w: Vec3) -> Vec6:
+    """body_force's F = m a_C, n = Ic α + ω × Ic ω + c × F with m, c and Ic from body i's declared parameters."""
+    m, c, Ic = declared.mass(model, i), declared.cg(b, model, i), declared.inertia(b, model, i)
+    aC = vadd(b, aO, vadd(b, cross(b, al, c), cross(b, w, cross(b, w, c))))
+    F = scale(b, m, aC)
+    n = vadd(b, vadd(b, mv(b, Ic, al), cross(b, w, mv(b, Ic, w))), cross(b, c, F))
     return n + F
 
 
@@ -122,7 +136,7 @@ def body_forces(b: Builder, kin: TreeKinematics, fext: str = "fext", qdd: list[V
             continue
         bd = model.bodies[i]
         with b.at(model.path, bd.line, f"body '{bd.name}'"):
-            fi = body_force(b, bd, al, aO, kin.v[i][:3])
+            fi = body_force(b, model, i, al, aO, kin.v[i][:3])
             if bd.fext:
                 fx = [Sym(f"{fext}[{6 * i + k}]") for k in range(6)]
                 fi = vsub(b, fi, xf_force(b, kin.X0(i), fx))

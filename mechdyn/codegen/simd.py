@@ -24,7 +24,7 @@ import re
 
 from mechdyn.core.model import Model
 
-from . import schedule
+from . import declared, schedule
 from .capi import FUNCTION
 from .trig import LANE_NAME, LANES
 from .trig import batch as sincos_batch
@@ -44,6 +44,7 @@ _STORE = re.compile(r"^(\w+(?:\[\d+\])?) = (.*);$")
 _QDD = re.compile(r"^qdd\[(\d+)\]$")
 _REACTION = re.compile(r"^r\[\d+\]$")  # a driven model's reactions: fwd_dyn_react's output, which the batch drops
 _ANGLE = re.compile(r"\b(sn|cs)_(\d+)\b")  # an angle's sine or cosine vector in fwd_dyn_batch4
+_PARAM = re.compile(rf"\b{declared.P}\[\d+\]")  # a declared parameter: the same in every lane
 _ARGS = "q, qd, tau, fext, act, qdd"
 _PARAMS = ("const double *q, const double *qd, const double *tau, const double *fext, const double *act, "
            "double *qdd")
@@ -57,6 +58,7 @@ def strides(model: Model) -> dict[str, int]:
 def _vector_text(text: str) -> str:
     """A scalar expression over inputs and trig lanes, rewritten over their vectors."""
     text = _INPUT.sub(lambda m: f"v_{m[1]}_{m[2]}", text)
+    text = _PARAM.sub(lambda m: f"(md_zero4 + {m[0]})", text)  # broadcast: a temporary of parameters alone is a vector
     text = LANE_NAME.sub(lambda m: f"{m[1]}_{int(m[2]) * LANES + int(m[3])}", text)
     return text.replace("sqrt(", "md_sqrt4(")
 

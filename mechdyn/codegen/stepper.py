@@ -26,6 +26,7 @@ from collections import Counter
 
 from mechdyn.core.model import Model
 
+from . import declared
 from .capi import FUNCTION
 from .elements import tsda_state
 from .expr import Builder
@@ -97,7 +98,8 @@ def drift_function(model: Model) -> str:
 
 def damped(model: Model) -> bool:
     """Whether any element dissipates: then the stepper integrates the dampers' power."""
-    return any(e.c != 0.0 for e in (*model.tsdas, *model.rsdas))
+    return any(declared.damped(model, kind, n) for kind in ("tsda", "rsda")
+               for n in range(len(model.tsdas if kind == "tsda" else model.rsdas)))
 
 
 def power_body(model: Model) -> tuple[list[str], Counter]:
@@ -106,14 +108,14 @@ def power_body(model: Model) -> tuple[list[str], Counter]:
     b = Builder()
     kin = TreeKinematics(b, model)
     terms = []
-    for e in model.tsdas:
-        if e.c != 0.0:
+    for n, e in enumerate(model.tsdas):
+        if declared.damped(model, "tsda", n):
             ldot = tsda_state(b, kin, e).ldot
-            terms.append(b.mul(float(e.c), b.mul(ldot, ldot)))
-    for e in model.rsdas:
-        if e.c != 0.0:
+            terms.append(b.mul(declared.element(model, "tsda", n, "c"), b.mul(ldot, ldot)))
+    for n, e in enumerate(model.rsdas):
+        if declared.damped(model, "rsda", n):
             x = kin.qd(model.vidx[e.body])
-            terms.append(b.mul(float(e.c), b.mul(x, x)))
+            terms.append(b.mul(declared.element(model, "rsda", n, "c"), b.mul(x, x)))
     b.store("p[0]", b.sum(*terms))
     return b.finish()
 

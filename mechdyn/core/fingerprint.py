@@ -1,7 +1,8 @@
 """The content hash of a model: everything in it that can reach the generated C.
 
-The compile cache keys modules by it (mechdyn.codegen.build), and the harness
-keys its drawn states by it (crosscheck), so it lives in the core both use.
+The compile cache keys modules by it (mechdyn.codegen.build; without the declared
+parameters' values), and the harness keys its drawn states by it (crosscheck), so
+it lives in the core both use.
 """
 from __future__ import annotations
 
@@ -56,8 +57,12 @@ def _feed(h: "hashlib._Hash", x: object, where: str) -> None:
                          "expected a number, string, array, tuple or dataclass")
 
 
-def fingerprint(model: Model) -> str:
-    """The sha256 of everything in `model` that can reach the generated C (all but PROVENANCE_FIELDS)."""
+def fingerprint(model: Model, values: bool = True) -> str:
+    """The sha256 of everything in `model` that can reach the generated C (all but PROVENANCE_FIELDS). Without
+    `values`, a declared parameter's value is left out (mechdyn/core/params.py): the compile cache's key, since
+    the C reads it at run time; with them, the content, as the harness keys what it computed on a model."""
+    from .params import neutral  # here: params imports the model, as this module does
+
     h = hashlib.sha256()
-    _feed(h, model, "model")
+    _feed(h, model if values else neutral(model), "model")
     return h.hexdigest()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -34,6 +34,10 @@ LOOP_ROWS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 # constraints imposed by each loop joint type
 LOOP_NC: dict[str, int] = {joint: len(rows) for joint, rows in LOOP_ROWS.items()}
+
+
+if TYPE_CHECKING:
+    from .params import Param
 
 
 def _frozen(a) -> np.ndarray:
@@ -273,6 +277,7 @@ class Model:
     drivers: tuple[Driver, ...] = ()
     tires: tuple[Tire, ...] = ()
     q_design: np.ndarray | None = None  # the design pose closed onto the loops, set on load
+    params: tuple[Param, ...] = ()  # the numbers read at run time, not folded (mechdyn/core/params.py)
     # derived layout, filled by __post_init__
     qidx: tuple[int, ...] = field(init=False)  # first q slot of each body
     vidx: tuple[int, ...] = field(init=False)  # first v slot of each body

@@ -23,6 +23,7 @@ import numpy as np
 from .errors import MechError, MechWarning  # noqa: F401  (MechWarning re-exported beside MechError)
 from .loops import AssemblyError, closure, loop_of_row, project_q, reach_fault
 from . import motion
+from .params import ParamError, declare
 from .model import BASE, LOOP_NC, Body, Driver, Ground, JointInfo, Loop, Model, Poi, Roller, Rsda, Tire, Track, Tsda, _frozen
 from .spatial import quat_to_R, rpy_to_R, signed_permutation
 from .tracks import expand_tracks
@@ -383,6 +384,7 @@ _TOP: dict[str, _Key] = {
     "gravity": _Key("gx gy gz", (3,), _vec(ACCELERATION)),
     "stab": _Key("T", (1,), _positive(TIME)),
     "poi": _Key("NAME BODY x y z", (5,), _poi),
+    "param": _Key("NAME.FIELD", (1,), _name),
 }
 
 _BODY = {
@@ -523,6 +525,8 @@ def _read(text: str, path: str) -> tuple[list[_Stmt], dict[str, tuple[Any, int]]
                     value = _convert(_TOP[kw], kw, f, _Where(kw, ""))
                     if kw == "poi":
                         stmts.append(_Stmt("poi", value[0], ln, {"body": value[1], "pos": value[2]}))
+                    elif kw == "param":
+                        stmts.append(_Stmt("param", value, ln, {}))
                     elif kw in settings:
                         fail(f"repeated '{kw}' (first at line {settings[kw][1]}); expected at most one")
                     else:
@@ -625,7 +629,7 @@ class _Builder:
             self.fail(1, "no body declared; expected at least one 'body NAME' block")
         self.check_massless()
         for s in self.stmts:  # drivers last: their act slots follow the elements'
-            if s.kind not in ("body", "driver"):
+            if s.kind not in ("body", "driver", "param"):
                 getattr(self, f"add_{s.kind}")(s)
         for s in self.stmts:
             if s.kind == "driver":
@@ -633,7 +637,7 @@ class _Builder:
         if self.tires and self.ground is None:
             self.fail(self.tires[0].line, f"tire '{self.tires[0].name}' has no terrain to roll on; expected a "
                                           "'ground' block (its terrain and its mu, the road's friction)")
-        return Model(
+        model = Model(
             name=name, path=self.path, source=text,
             gravity=settings.get("gravity", (_DEFAULT_GRAVITY,))[0],
             stab=settings.get("stab", (_DEFAULT_STAB,))[0],
@@ -641,6 +645,14 @@ class _Builder:
             tsdas=tuple(self.tsdas), rsdas=tuple(self.rsdas), tracks=tuple(self.tracks), ground=self.ground,
             drivers=tuple(self.drivers), tires=tuple(self.tires),
         )
+        for s in self.stmts:
+            if s.kind == "param":
+                self.unique(s)
+                try:
+                    model = declare(model, [s.name], [s.line])
+                except ParamError as e:
+                    self.fail(s.line, f"{e}; declared as 'param NAME.FIELD'")
+        return model
 
     # -- helpers
 

@@ -333,6 +333,7 @@ class ContactSim:
                 start = time.perf_counter()
                 if drv:
                     drv.record(R[rec:])
+                dyn.bind()  # the generated functions it calls by address read this thread's parameter values
                 got = self.lib.md_sim_contact(
                     self._plant, sc, SCHEMES.get(scheme, GALPHA), n, t0 + done * dt, dt, buf(q), buf(qd), buf(qdd_prev),
                     nsched, dt_sched if nsched > 1 else 1.0, buf(tau_s),

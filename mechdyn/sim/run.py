@@ -204,6 +204,7 @@ def _implicit(dyn: Dynamics, scheme: str, opts: imp.Implicit, q: np.ndarray, qd:
         nonlocal rec
         if drv:
             drv.record(R[rec:])
+        dyn.bind()  # the generated functions it calls by address read this thread's parameter values
         ok = lib.md_ga_sim(st.plant, o, k, done * dt, dt, *map(buf, (q, qd, qdd, acc)), n, dt_sched,
                            *map(buf, (tau_c, fext_c, act_c)), stride, *map(buf, (Q[rec:], QD[rec:], W[rec:])),
                            buf(work), buf(raw), buf(conv), status)

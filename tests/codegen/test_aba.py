@@ -99,7 +99,7 @@ def test_rigid_matrix_convention():
     from mechdyn.codegen.crba import body_inertia
     from mechdyn.codegen.expr import Builder
     from mechdyn.codegen.sspatial import rbi_apply
-    I = body_inertia(load_model("stanford"), 2)
+    I = body_inertia(Builder(), load_model("stanford"), 2)
     m = [0.3, -1.1, 0.7, 2.0, 0.5, -0.4]
     M = np.array(aba.rbi_matrix(I), dtype=float)
     assert np.allclose(M, M.T)

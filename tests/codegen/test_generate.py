@@ -65,7 +65,7 @@ def test_planted_inertia_lower_left_sign(fresh_cache, monkeypatch):
 
 def test_planted_dropped_rnea_term(fresh_cache, monkeypatch):
     real = grnea.body_force  # drop the velocity products ω × (ω × c) and ω × Ic ω of the body force
-    monkeypatch.setattr(grnea, "body_force", lambda b, bd, al, aO, w: real(b, bd, al, aO, [0.0, 0.0, 0.0]))
+    monkeypatch.setattr(grnea, "body_force", lambda b, m, i, al, aO, w: real(b, m, i, al, aO, [0.0, 0.0, 0.0]))
     err = _gen_error("satellite")
     print(f"planted dropped velocity products: gen_vs_dense = {err:.3e}")
     assert err > 1e-3

@@ -420,7 +420,7 @@ BODY_WITH = BODY_A.replace("end\n", "{}end\n")  # body a with extra lines before
 
 ERRORS = {
     # unknown keywords and keys
-    "unknown keyword": ("bodi a   # <-\n", "unknown keyword 'bodi'; expected one of gravity, stab, poi, body, "
+    "unknown keyword": ("bodi a   # <-\n", "unknown keyword 'bodi'; expected one of gravity, stab, poi, param, body, "
                                           "loop, tsda, rsda, track, ground, driver, tire (did you mean 'body'?)"),
     "key outside block": (BODY_A + "  mass 2   # <-\n", "'mass' outside any block; expected it inside a body or track"),
     "unknown key": (BODY_WITH.format("  mas 2   # <-\n"),
