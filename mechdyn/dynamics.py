@@ -391,6 +391,18 @@ class Dynamics:
         lib.fwd_dyn_derivs(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in out))
         return Derivatives(*out)
 
+    def param_derivatives(self, q, qd, tau, fext=None, act=None) -> tuple[np.ndarray, np.ndarray]:
+        """qdd and ∂qdd/∂p (nv, nparam), its derivatives along the declared parameters' slots (params.labels), at
+        one state, from the generated fwd_dyn_dparams; ValueError for a model that declares none."""
+        if not len(self._params):
+            raise ValueError(f"model '{self.model.name}' declares no parameters: load it with params=[...] or a "
+                             "'param NAME.FIELD' statement (docs/params.md)")
+        lib = self.derivatives_lib
+        pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
+        qdd, dp = np.empty(self.nv), np.empty((self.nv, self._params.values.size))
+        lib.fwd_dyn_dparams(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in (qdd, dp)))
+        return qdd, dp
+
     def derivatives_batch(self, Q, QD, TAU, FEXT=None, ACT=None) -> Derivatives:
         """derivatives at n states in one C call, each block with a leading axis of n; checked as forward_batch."""
         lib = self.derivatives_lib

@@ -118,6 +118,11 @@ DERIV_FUNCTIONS = (
              breaks=(6,)),
 )
 
+# A model with declared parameters (declared.py): their sensitivities, in the derivatives' module.
+PARAM_FUNCTION = Function("fwd_dyn_dparams", "void", (*_STATE, "double *qdd", "double *dparam"),
+                          "qdd and dparam (nv x nparam, row-major): its derivatives along the declared parameters; "
+                          "fext and act may be NULL")
+
 FUNCTION = {f.name: f for f in (*FUNCTIONS, *DRIVEN_FUNCTIONS)}
 CONSTANT = {c.name: c for c in (*CONSTANTS, *DRIVEN_CONSTANTS)}
 DERIV_FUNCTION = {f.name: f for f in DERIV_FUNCTIONS}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mechdyn.core.model import Model
 from mechdyn.core.params import on, size
 
+from .capi import PARAM_FUNCTION
 from .expr import Builder, Sym, Val
 
 P = "fwd_dyn_P"  # the thread's parameter values in the generated C
@@ -94,4 +95,5 @@ def cdef(model: Model, prefix: str = "fwd_dyn") -> str:
     if not model.params:
         return ""
     return (f"const int {prefix}_nparam;  /* parameter slots: the length of set_params' p */\n"
-            f"void {prefix}_set_params(const double *p);  /* this thread's parameter values, from p[nparam] */\n")
+            f"void {prefix}_set_params(const double *p);  /* this thread's parameter values, from p[nparam] */\n"
+            + (PARAM_FUNCTION.declaration() + "\n" if prefix == "fwd_dyn_derivs" else ""))

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from mechdyn.core.model import Model
+from mechdyn.core.params import size
 
-from . import driven, kkt
+from . import declared, driven, kkt
 from .equations import system
 from .expr import Builder, Sym, Val
 from .kinematics import quaternion_rotation_T
@@ -69,19 +70,26 @@ def seeds(b: Builder, model: Model) -> dict[str, Tangent]:
     for i, bd in enumerate(model.bodies):
         for k in range(6 * i, 6 * i + 6) if bd.fext else ():
             out[f"fext[{k}]"] = {("f", k): 1.0}
+    for k in range(size(model)):
+        out[declared.slot(k).name] = {("p", k): 1.0}
     return out
 
 
 def directions(model: Model) -> dict[str, list[Hashable]]:
-    """The columns of each output block, in order."""
+    """The columns of each output block, in order: fwd_dyn_derivs' blocks, and dparam (the declared parameters,
+    fwd_dyn_dparams')."""
     return {"dq": [("q", j) for j in range(model.nv)], "dqd": [("v", j) for j in range(model.nv)],
             "dtau": [("t", j) for j in range(model.nv)], "dact": [("a", k) for k in range(model.nact)],
-            "dfext": [("f", k) for k in range(6 * model.nbody)]}
+            "dfext": [("f", k) for k in range(6 * model.nbody)], "dparam": [("p", k) for k in range(size(model))]}
 
 
-def derivatives_builder(model: Model, budget: int | None = None) -> tuple[Builder, dict[str, list[list[Val]]]]:
-    """fwd_dyn and its derivatives in one builder; the values of qdd (as a 1 × nv block) and of each block of
-    directions(), row i the derivatives of qdd[i]. Past `budget` emitted operations it raises OverBudget."""
+BLOCKS = ("dq", "dqd", "dtau", "dact", "dfext")  # fwd_dyn_derivs' blocks
+
+
+def derivatives_builder(model: Model, budget: int | None = None,
+                        blocks: tuple[str, ...] = BLOCKS) -> tuple[Builder, dict[str, list[list[Val]]]]:
+    """fwd_dyn and its derivatives in one builder; the values of qdd (as a 1 × nv block) and of each of `blocks`
+    (directions()), row i the derivatives of qdd[i]. Past `budget` emitted operations it raises OverBudget."""
     b = Builder(path=model.path)
     b.budget = budget
     s = system(b, model, "crba")
@@ -112,10 +120,12 @@ def derivatives_builder(model: Model, budget: int | None = None) -> tuple[Builde
                *(b.mul(K.get(i, 0.0), lam[c]) for c, (K, _) in enumerate(s.rows))) for i in range(nv)]
     g = [b.sub(b.sum(*(b.mul(x_, a[j]) for j, x_ in K.items())), kr) for K, kr in s.rows]
     seed = seeds(b, model)
+    if "dparam" not in blocks:  # the parameters held, as fwd_dyn_derivs holds them
+        seed = {k: v for k, v in seed.items() if not k.startswith(declared.P)}
     dr = derivatives(b, r + g, lambda name: seed.get(name, {}))
     out: dict[str, list[list[Val]]] = {"qdd": [qdd]}
-    for block, keys in directions(model).items():
-        cols = []
+    for block in blocks:
+        keys, cols = directions(model)[block], []
         for key in keys:
             if key[0] == "t":
                 rhs, k = [1.0 if i == key[1] else 0.0 for i in range(nv)], [0.0] * nc

@@ -17,11 +17,11 @@ from mechdyn.core.model import Model
 from mechdyn.core.params import neutral
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
-                   DRIVEN_CDEF, FUNCTION)  # for build.py)
+                   DRIVEN_CDEF, FUNCTION, PARAM_FUNCTION)  # for build.py)
 from .aba import apply_Hinv, loop_solve
 from .elements import tsda_state
 from .equations import system
-from .expr import OPS_COUNTED, Builder, GenerationError, OverBudget, Sym
+from .expr import OPS_COUNTED, Builder, GenerationError, OverBudget, Sym, Val
 from .kinematics import TreeKinematics
 from . import aba, declared, derivs_loop, driven, frames, kkt, schedule
 from .derivs import derivatives_builder
@@ -451,14 +451,7 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
         if model.params:
             raise _params_refused(model, f"over {STRAIGHT_MAX:,} operations by the straight-line route") from None
         return _loop_unit(model, loop)
-    clear = []  # the structural zeros of every block, then its other entries stored
-    for name, rows in blocks.items():
-        if name != "qdd" and rows[0]:
-            clear.append(f"memset({name}, 0, sizeof(double) * {len(rows) * len(rows[0])});")
-        for i, row in enumerate(rows):
-            for j, x in enumerate(row):
-                if x != 0.0 or name == "qdd":
-                    b.store(f"{name}[{i * len(row) + j}]", x)
+    clear = stored(b, blocks)
     lines, ops = b.finish(sincos=False, scheduled=True)
     flops = sum(ops[o] for o in OPS_COUNTED)
     if loop_flops is not None and flops > loop_flops:
@@ -471,7 +464,7 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
     else:
         body = sincos_batch(b.angles) + lines
     head = _deriv_head(model, "straight-line", flops, bool(b.angles), ops["sqrt"] > 0)
-    api = _deriv_api(model, flops, protos, null_guards(m) + clear + body)
+    api = _deriv_api(model, flops, protos, null_guards(m) + clear + body) + dparam_function(model, m)
     how = ("straight-line, the forward pass included: its factor (the LᵀDL, with loops the KKT system's) reused for "
            "every column")
     if not stages:
@@ -479,6 +472,31 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
     half = (len(stages) + 1) // 2
     return Generated(model, head + part(0, api) + part(1, "".join(stages[:half])) + part(2, "".join(stages[half:])),
                      ops, 0, None, parts=3, how=how)
+
+
+def stored(b: Builder, blocks: dict[str, list[list[Val]]]) -> list[str]:
+    """Stores every block's nonzero entries in b; returns the statements that zero the rest first."""
+    clear = []
+    for name, rows in blocks.items():
+        if name != "qdd" and rows[0]:
+            clear.append(f"memset({name}, 0, sizeof(double) * {len(rows) * len(rows[0])});")
+        for i, row in enumerate(rows):
+            for j, x in enumerate(row):
+                if x != 0.0 or name == "qdd":
+                    b.store(f"{name}[{i * len(row) + j}]", x)
+    return clear
+
+
+def dparam_function(model: Model, m: Model) -> str:
+    """fwd_dyn_dparams (capi.PARAM_FUNCTION) on m, the model with its frames slid: qdd and its derivatives along
+    the declared parameters, by the straight-line route ("" for a model without parameters)."""
+    if not model.params:
+        return ""
+    b, blocks = derivatives_builder(m, blocks=("dparam",))
+    clear = stored(b, blocks)
+    lines, _ = b.finish(sincos=False, scheduled=True)
+    return ("\n" + PARAM_FUNCTION.header() + "\n{\n" + _indent(null_guards(m) + clear + sincos_batch(b.angles) + lines)
+            + "}\n")
 
 
 def _params_refused(model: Model, why: str) -> GenerationError:

@@ -233,3 +233,91 @@ def test_massless_and_unknown_names_are_refused_from_python():
     dyn = mechdyn.load("elbow", params=["upper_arm.mass"])
     with pytest.raises(KeyError, match="declared: upper_arm.mass"):
         dyn.params["forearm.mass"]
+
+
+def _scales(model: Model) -> np.ndarray:
+    """Each parameter slot's scale, for differences: a mass, rate or length its own size; a CG 0.1 m; an inertia's
+    slots a tenth of its least principal moment (so a step keeps it an inertia); a free angle 1 rad."""
+    out = []
+    for p in model.params:
+        v = P.values(model)[p.offset:p.offset + p.size]
+        if p.field == "cg":
+            out += [0.1] * 3
+        elif p.field == "inertia":
+            out += [0.1 * float(np.min(np.linalg.eigvalsh(P._written(p, v))))] * 6
+        elif p.field == "q0":
+            out.append(1.0)
+        else:
+            out.append(max(abs(float(v[0])), 1e-3))
+    return np.array(out)
+
+
+SENSITIVITY_MODELS = {"elbow": ["upper_arm.mass", "forearm.cg", "wrist_pitch.inertia"],
+                      "satellite": ["bus.mass", "bus.inertia", "panel_left.cg"],
+                      "quartercar": ["spring.k", "shock.c", "sprung.mass", "lca.cg"],
+                      "springpend": ["spring.k", "spring.l0", "torsion.q0", "pend2.inertia"],
+                      "hmmwv": ["spring_FL.k", "chassis.mass", "uca_FL.cg", "wheel_RR.inertia", "shock_FL.c"]}
+
+
+def sensitivity_errors(dyn: Dynamics) -> tuple[float, float]:
+    """The largest difference of ∂qdd/∂p (fwd_dyn_dparams) from Ridders' differences of fwd_dyn over the
+    parameters (beyond their rounding floor), and from central differences of the dense reference
+    (crosscheck/dense) built with the same changed values, over 3 states; each column times its scale, each row
+    relative to max(1, its largest such entry)."""
+    from crosscheck.dense.driven import forward_model
+
+    from .test_derivs import CON, EPS, H0, KAPPA, NTAB, extrapolated
+
+    x0, scale = dyn.params.values, _scales(dyn.model)
+    cols = [("dparam", k, scale[k], lambda t, k=k: x0 + t * np.eye(x0.size)[k]) for k in range(x0.size)]
+    worst_ridders = worst_dense = 0.0
+    for s in states(dyn.model, 3, 8):
+        qdd, D = dyn.param_derivatives(s.q, s.qd, s.tau, s.fext, s.act)
+
+        def generated(xs: list[np.ndarray]) -> np.ndarray:
+            out = []
+            for x in xs:
+                dyn.params.values = x
+                out.append(dyn.forward(s.q, s.qd, s.tau, s.fext, s.act))
+            return np.array(out)
+
+        ridders, _ = extrapolated(generated, cols)
+        dyn.params.values = x0
+        Ds = D * scale[None, :]
+        rows = np.maximum(1.0, np.abs(Ds).max(axis=1, keepdims=True))
+        floor = KAPPA * EPS * np.abs(qdd)[:, None] / (H0 / CON ** (NTAB - 1))
+        worst_ridders = max(worst_ridders, float(np.max(np.maximum(np.abs(Ds - ridders.T * scale) - floor, 0) / rows)))
+        h = 1e-4
+        xs = [x0 + sg * h * scale[k] * np.eye(x0.size)[k] for k in range(x0.size) for sg in (1.0, -1.0)]
+        f = np.array([forward_model(P.with_values(dyn.model, x), s.q, s.qd, s.tau, s.fext, s.act)
+                      for x in xs]).reshape(x0.size, 2, -1)
+        dense = ((f[:, 0] - f[:, 1]) / (2 * h)).T  # along each column's scaled step
+        worst_dense = max(worst_dense, float(np.max(np.abs(Ds - dense) / rows)))
+    return worst_ridders, worst_dense
+
+
+DENSE_GATE = 1e-6  # central differences of the dense reference at 1e-4 of each scale: truncation ~h², rounding ~ε/h
+
+
+@pytest.mark.parametrize("name", sorted(SENSITIVITY_MODELS))
+def test_sensitivities_against_differences(name):
+    """∂qdd/∂p from fwd_dyn_dparams against differences of fwd_dyn and of the dense reference."""
+    dyn = Dynamics(P.declare(load_model(name), SENSITIVITY_MODELS[name]))
+    ridders, dense = sensitivity_errors(dyn)
+    print(f"\n{name} {dyn.params.names}: Ridders {ridders:.2e}, dense central differences {dense:.2e}")
+    assert ridders <= GATE and dense <= DENSE_GATE, (ridders, dense)
+
+
+def test_planted_sensitivity_sign_is_caught(tmp_path, monkeypatch):
+    """The parameters' seeds negated in the tangent (derivs.seeds): ∂qdd/∂p changes sign, which both differences
+    catch. Built in a private cache: the planted module shares the real one's key."""
+    from mechdyn.codegen import derivs
+
+    monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
+    real = derivs.seeds
+    monkeypatch.setattr(derivs, "seeds", lambda b, m: {k: ({d: -1.0 for d in v} if k.startswith(declared.P) else v)
+                                                        for k, v in real(b, m).items()})
+    dyn = Dynamics(P.declare(load_model("quartercar"), SENSITIVITY_MODELS["quartercar"]))
+    ridders, dense = sensitivity_errors(dyn)
+    print(f"\nplanted: the parameters' seeds negated: Ridders {ridders:.2e}, dense {dense:.2e}")
+    assert ridders > 1e3 * GATE and dense > 1e3 * DENSE_GATE
