@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial.transform import Rotation
 
+from mechdyn.sweepcli import add_sweep_parser
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, add_model_argument, atomic_write,
                              float_range, int_range, model_of, output_dir, output_file, positive_float, run, seed,
                              sim_steps, slope_degrees)
@@ -782,6 +783,28 @@ def _rig_input(args: argparse.Namespace):
     return Input("chrono", path=args.chrono, **common)
 
 
+def add_rig_inputs(p: argparse.ArgumentParser) -> None:
+    """The rig's input options (_rig_input reads them), its duration and its step: `mechdyn rig`'s and
+    `mechdyn sweep --rig`'s."""
+    p.add_argument("--sine", nargs=2, type=float, metavar=("A", "F"), help="a sine of amplitude A m at F Hz")
+    p.add_argument("--sweep", nargs=4, type=float, metavar=("A", "F0", "F1", "T"),
+                   help="a sine of amplitude A m swept from F0 to F1 Hz over T s (linear; --log: geometric)")
+    p.add_argument("--log", action="store_true", help="sweep the frequency geometrically")
+    p.add_argument("--bump", nargs=2, type=float, metavar=("H", "L"), help="a half-cosine bump H m high, L m long")
+    p.add_argument("--road", metavar="CLASS", help="an ISO 8608 road of class A (smoothest) to H")
+    p.add_argument("--chrono", metavar="FILE", help="Project Chrono's suspension test rig data file")
+    p.add_argument("--speed", type=float, metavar="V", help="m/s over the bump or road")
+    p.add_argument("--seed", type=int, default=0, help="the road's random seed (default 0)")
+    p.add_argument("--at", type=float, default=1.0, metavar="T", help="s when the front wheels reach the bump (1)")
+    p.add_argument("--mode", choices=["heave", "pitch", "roll", "warp"], default="heave",
+                   help="how a sine or sweep phases the posts (default heave: all together)")
+    p.add_argument("--blend", type=float, default=0.5, metavar="T", help="s over which the input enters from "
+                   "rest (default 0.5)")
+    p.add_argument("--time", type=float, metavar="T", help="s to run (default: sine 10, sweep its time + 1, bump "
+                   "past the rear wheels + 3, road 20, chrono 10)")
+    p.add_argument("--dt", type=float, default=1e-3, help="the step, s (default 1e-3)")
+
+
 def cmd_rig(args: argparse.Namespace) -> int:
     """A shaker-rig run (mechdyn/sim/rig.py): the model from its static equilibrium on the posts, shaken by one
     input; prints the ride figures, writes the pictures (and the records as CSV). A sweep is measured against the
@@ -1147,29 +1170,14 @@ def parser() -> argparse.ArgumentParser:
                        "  mechdyn rig hmmwv --bump 0.1 0.5 --speed 5\n"
                        "  mechdyn rig hmmwv --chrono ../shared/data/chrono-vehicle/hmmwv/suspensionTest/ST_inputs.dat")
     add_model_argument(r)
-    r.add_argument("--sine", nargs=2, type=float, metavar=("A", "F"), help="a sine of amplitude A m at F Hz")
-    r.add_argument("--sweep", nargs=4, type=float, metavar=("A", "F0", "F1", "T"),
-                   help="a sine of amplitude A m swept from F0 to F1 Hz over T s (linear; --log: geometric)")
-    r.add_argument("--log", action="store_true", help="sweep the frequency geometrically")
-    r.add_argument("--bump", nargs=2, type=float, metavar=("H", "L"), help="a half-cosine bump H m high, L m long")
-    r.add_argument("--road", metavar="CLASS", help="an ISO 8608 road of class A (smoothest) to H")
-    r.add_argument("--chrono", metavar="FILE", help="Project Chrono's suspension test rig data file")
-    r.add_argument("--speed", type=float, metavar="V", help="m/s over the bump or road")
-    r.add_argument("--seed", type=int, default=0, help="the road's random seed (default 0)")
-    r.add_argument("--at", type=float, default=1.0, metavar="T", help="s when the front wheels reach the bump (1)")
-    r.add_argument("--mode", choices=["heave", "pitch", "roll", "warp"], default="heave",
-                   help="how a sine or sweep phases the posts (default heave: all together)")
-    r.add_argument("--blend", type=float, default=0.5, metavar="T", help="s over which the input enters from "
-                   "rest (default 0.5)")
-    r.add_argument("--time", type=float, metavar="T", help="s to run (default: sine 10, sweep its time + 1, bump "
-                   "past the rear wheels + 3, road 20, chrono 10)")
-    r.add_argument("--dt", type=float, default=1e-3, help="the step, s (default 1e-3)")
+    add_rig_inputs(r)
     r.add_argument("--stride", type=int, default=1, help="record every stride-th step (default 1)")
     r.add_argument("--scheme", choices=["verlet", "euler", "galpha", "hht"], default="verlet",
                    help="the stepper (default verlet)")
     r.add_argument("--plot", metavar="PREFIX", help="write the pictures as PREFIX-*.png")
     r.add_argument("--out", metavar="FILE.csv", type=output_file, help="write the records as CSV")
     r.set_defaults(func=cmd_rig)
+    add_sweep_parser(sub)
     for name, what in MOVED.items():  # each says where it went (exit 2), whatever the arguments
         m = sub.add_parser(name, help=f"moved: crosscheck {name} ({what})", add_help=False, prefix_chars="\0",
                            description=f"Moved to the verification harness: crosscheck {name}.")

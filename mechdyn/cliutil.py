@@ -104,14 +104,16 @@ def run(parser: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -
 MODEL_HELP = "a model name in models/, or a path to a .mech, .urdf or MJCF .xml file"
 
 
-def add_model_argument(p: argparse.ArgumentParser, **kw) -> None:
-    """The positional model argument, and the options an imported URDF takes."""
+def add_model_argument(p: argparse.ArgumentParser, params: bool = True, **kw) -> None:
+    """The positional model argument, the options an imported URDF takes, and (with `params`) --param."""
     p.add_argument("model", help=kw.pop("help", MODEL_HELP), **kw)
     g = p.add_argument_group("URDF import")
     g.add_argument("--floating", action="store_true", help="a free joint between the base and the URDF's root link")
     g.add_argument("--mimic", choices=("refuse", "free"), default="refuse",
                    help="a mimic joint: refuse the file (default), or import it as an independent joint, as "
                         "Pinocchio does")
+    if not params:
+        return
     pg = p.add_argument_group("parameters (docs/params.md)")
     pg.add_argument("--param", action="append", default=[], metavar="NAME.FIELD[=V]",
                     help="keep this number free in the generated C: a body's mass, cg or inertia, a tsda's k, c "
