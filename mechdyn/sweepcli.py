@@ -22,26 +22,26 @@ def parse_axis(text: str) -> tuple[str, str, object]:
     form = ("expected NAME=v1,v2,..., NAME=lo:hi:n, NAME~normal:mean:sd or NAME~uniform:lo:hi, e.g. "
             "spring_FL.k=1e5:2e5:5")
     if not m:
-        raise InputError(f"--param {text}: {form}")
+        raise InputError(f"sweep --param {text}: {form}")
     name, op, spec = m["name"].strip(), m["op"], m["spec"].strip()
     if op == "~":
         kind, _, rest = spec.partition(":")
         nums = rest.split(":")
         if kind not in ("normal", "uniform") or len(nums) != 2 or not all(re.fullmatch(_NUM, x) for x in nums):
-            raise InputError(f"--param {text}: {form}")
+            raise InputError(f"sweep --param {text}: {form}")
         a, b = map(float, nums)
         if (kind == "normal" and not b > 0) or (kind == "uniform" and not b > a):
-            raise InputError(f"--param {text}: expected a normal's sd > 0, a uniform's lo < hi")
+            raise InputError(f"sweep --param {text}: expected a normal's sd > 0, a uniform's lo < hi")
         return name, "dist", (kind, a, b)
     if re.fullmatch(rf"{_NUM}:{_NUM}:\d+", spec):
         lo, hi, n = spec.split(":")
         if int(n) < 1:
-            raise InputError(f"--param {text}: a range of no points; expected lo:hi:n with n >= 1")
+            raise InputError(f"sweep --param {text}: a range of no points; expected lo:hi:n with n >= 1")
         return name, "grid", [float(lo)] if int(n) == 1 else \
             [float(lo) + (float(hi) - float(lo)) * k / (int(n) - 1) for k in range(int(n))]
     vals = spec.split(",")
     if not all(re.fullmatch(_NUM, v.strip()) for v in vals):
-        raise InputError(f"--param {text}: {form}")
+        raise InputError(f"sweep --param {text}: {form}")
     return name, "grid", [float(v) for v in vals]
 
 
@@ -159,7 +159,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out or f"sweep-{model.name}.parquet")
     where = "in this process" if args.serial else (f"on the Dask scheduler at {args.scheduler}" if args.scheduler
                                                    else f"on a local Dask cluster of {args.workers or 'every core'}")
-    print(f"sweep: {model.name}: {len(points)} points of {', '.join(names)}, "
+    print(f"sweep: {model.name}: {len(points)} point{'s' if len(points) != 1 else ''} of {', '.join(names)}, "
           f"{'a rig run' if args.rig else f'{args.modes} modes'} each, {where}; table {out}")
     start = time.perf_counter()
     try:
