@@ -235,7 +235,7 @@ def test_massless_and_unknown_names_are_refused_from_python():
         dyn.params["forearm.mass"]
 
 
-def _scales(model: Model) -> np.ndarray:
+def scales(model: Model) -> np.ndarray:
     """Each parameter slot's scale, for differences: a mass, rate or length its own size; a CG 0.1 m; an inertia's
     slots a tenth of its least principal moment (so a step keeps it an inertia); a free angle 1 rad."""
     out = []
@@ -268,7 +268,7 @@ def sensitivity_errors(dyn: Dynamics) -> tuple[float, float]:
 
     from .test_derivs import CON, EPS, H0, KAPPA, NTAB, extrapolated
 
-    x0, scale = dyn.params.values, _scales(dyn.model)
+    x0, scale = dyn.params.values, scales(dyn.model)
     cols = [("dparam", k, scale[k], lambda t, k=k: x0 + t * np.eye(x0.size)[k]) for k in range(x0.size)]
     worst_ridders = worst_dense = 0.0
     for s in states(dyn.model, 3, 8):
