@@ -783,9 +783,12 @@ def _rig_input(args: argparse.Namespace):
     return Input("chrono", path=args.chrono, **common)
 
 
-def add_rig_inputs(p: argparse.ArgumentParser) -> None:
-    """The rig's input options (_rig_input reads them), its duration and its step: `mechdyn rig`'s and
-    `mechdyn sweep --rig`'s."""
+RIG_DT = 1e-3  # s: the rig's default step
+
+
+def add_rig_inputs(p: argparse.ArgumentParser, dt: float | None = RIG_DT) -> None:
+    """The rig's input options (_rig_input reads them), its duration and its step (default `dt`): `mechdyn rig`'s
+    and `mechdyn sweep --rig`'s."""
     p.add_argument("--sine", nargs=2, type=float, metavar=("A", "F"), help="a sine of amplitude A m at F Hz")
     p.add_argument("--sweep", nargs=4, type=float, metavar=("A", "F0", "F1", "T"),
                    help="a sine of amplitude A m swept from F0 to F1 Hz over T s (linear; --log: geometric)")
@@ -802,7 +805,8 @@ def add_rig_inputs(p: argparse.ArgumentParser) -> None:
                    "rest (default 0.5)")
     p.add_argument("--time", type=float, metavar="T", help="s to run (default: sine 10, sweep its time + 1, bump "
                    "past the rear wheels + 3, road 20, chrono 10)")
-    p.add_argument("--dt", type=float, default=1e-3, help="the step, s (default 1e-3)")
+    p.add_argument("--dt", type=float, default=dt, help=f"the step, s (default {RIG_DT:g}"
+                   + ("; a sweep's --sim: the contact's accuracy step)" if dt is None else ")"))
 
 
 def cmd_rig(args: argparse.Namespace) -> int:

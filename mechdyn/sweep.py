@@ -49,12 +49,21 @@ class Modes:
 
 
 @dc.dataclass(frozen=True)
+class Settle:
+    """A model with a ground settled from its design pose at rest (mechdyn/sim/settle.py) for T s at dt (None:
+    the step its contact's accuracy chooses). Its row holds every gate's value and verdict, the ground depth and
+    the root body's height change at the end."""
+    T: float = 4.0
+    dt: float | None = None
+
+
+@dc.dataclass(frozen=True)
 class Job:
     """What every point runs: the model (a name in models/ or a path every worker can read, with its import
     options), the swept parameters' names, and the analysis."""
     spec: str
     names: tuple[str, ...]
-    analysis: Rig | Modes
+    analysis: Rig | Modes | Settle
     floating: bool = False
     mimic: str = "refuse"
 
@@ -145,6 +154,26 @@ def _modes(dyn, job: Job, point: Point) -> dict[str, float]:
     return out
 
 
+def _settle(dyn, job: Job, point: Point) -> dict[str, float]:
+    from mechdyn.sim.settle import settle
+
+    a: Settle = job.analysis
+    s = settle(dyn, T=a.T, dt=a.dt)
+    out: dict[str, float] = {}
+    for g in s.gates:
+        out[g.name], out[f"{g.name} passed"] = float(g.value), float(g.passed)
+    out["gates passed"] = float(sum(g.passed for g in s.gates))
+    out["ground depth [m]"] = float(s.run.col("ground_depth")[-1])
+    root = dyn.model.bodies[0]
+    if root.joint == "floating":
+        z = s.run.q[:, dyn.model.qidx[0] + 6]
+        out[f"{root.name} height change [m]"] = float(z[-1] - z[0])
+    return out
+
+
+ANALYSES = {Rig: _rig, Modes: _modes, Settle: _settle}
+
+
 def evaluate(job: Job, point: Point) -> dict:
     """The point's row: its number, values and seed, "ok" and the analysis' figures, or "failed" and the error;
     the seconds it took. Runs on a worker (or in process, serially); never raises for the point's own failure."""
@@ -153,7 +182,7 @@ def evaluate(job: Job, point: Point) -> dict:
     try:
         dyn = _dynamics(job)
         _set(dyn, job, point)
-        figures = (_rig if isinstance(job.analysis, Rig) else _modes)(dyn, job, point)
+        figures = ANALYSES[type(job.analysis)](dyn, job, point)
         row.update(status=STATUS_OK, error="", **figures)
     except Exception as e:  # a point's failure is its row, and the sweep goes on
         row.update(status=STATUS_FAILED, error=f"{type(e).__name__}: {e}".strip()[:2000])

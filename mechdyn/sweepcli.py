@@ -87,6 +87,9 @@ def add_sweep_parser(sub) -> None:
     what.add_argument("--rig", action="store_true", help="a shaker-rig run per point (the rig's options below)")
     what.add_argument("--modes", nargs="?", const=6, type=int_range(1, 1000), metavar="N",
                       help="the first N modes about the static equilibrium per point (default 6)")
+    what.add_argument("--sim", nargs="?", const=4.0, type=float, metavar="T",
+                      help="a model with a ground: its settle from the design pose at rest for T s (default 4) at "
+                           "--dt (default: the contact's accuracy step); every gate's value and verdict")
     s.add_argument("--held", nargs="+", default=(), metavar="NAME", help="with --modes: coordinates held fixed")
     s.add_argument("--out", metavar="FILE.parquet", type=output_file, help="the table (default sweep-MODEL.parquet)")
     s.add_argument("--plot", metavar="PREFIX", help="write the figures against the parameters as PREFIX-*.png")
@@ -94,7 +97,7 @@ def add_sweep_parser(sub) -> None:
                    "every core)")
     s.add_argument("--serial", action="store_true", help="run the points in this process, one after another")
     s.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    add_rig_inputs(s.add_argument_group("rig input (with --rig; as mechdyn rig)"))
+    add_rig_inputs(s.add_argument_group("rig input (with --rig; as mechdyn rig) and step (--rig, --sim)"), dt=None)
     s.set_defaults(func=cmd_sweep)
 
 
@@ -130,7 +133,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elif any(a[1] == "dist" for a in axes):
         raise InputError("sweep: a --param with a distribution (~) needs --samples N")
     if args.rig:
-        from mechdyn.cli import _rig_input, RIG_TIME
+        from mechdyn.cli import RIG_DT, RIG_TIME, _rig_input
         from mechdyn.sim import rig
 
         try:
@@ -141,8 +144,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         T = args.time if args.time is not None else (inp.sweep_time + 1.0 if inp.kind == "sweep" else
                                                      inp.at + (lay.wheelbase + inp.length) / inp.speed + 3.0
                                                      if inp.kind == "bump" else RIG_TIME.get(inp.kind, 10.0))
-        analysis = sweep.Rig(inp, T, args.dt)
+        analysis = sweep.Rig(inp, T, args.dt or RIG_DT)
         road = inp.kind == "road"
+    elif args.sim is not None:
+        if model.ground is None:
+            raise InputError(f"sweep --sim: model '{model.name}' has no ground to settle on; --rig or --modes run "
+                             "a model without contact")
+        if not args.sim > 0:
+            raise InputError(f"sweep --sim T: expected T > 0, got {args.sim:g}")
+        analysis, road = sweep.Settle(args.sim, args.dt), False
     else:
         analysis, road = sweep.Modes(args.modes, tuple(args.held)), False
     if args.road_seeds is not None and not road:
@@ -160,7 +170,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     where = "in this process" if args.serial else (f"on the Dask scheduler at {args.scheduler}" if args.scheduler
                                                    else f"on a local Dask cluster of {args.workers or 'every core'}")
     print(f"sweep: {model.name}: {len(points)} point{'s' if len(points) != 1 else ''} of {', '.join(names)}, "
-          f"{'a rig run' if args.rig else f'{args.modes} modes'} each, {where}; table {out}")
+          f"{'a rig run' if args.rig else f'a {args.sim:g} s settle' if args.sim else f'{args.modes} modes'} each, "
+          f"{where}; table {out}")
     start = time.perf_counter()
     try:
         table = sweep.run(job, points, out, workers=0 if args.serial else args.workers, scheduler=args.scheduler,

@@ -180,7 +180,8 @@ def window(model: Model, i: int, radius: int = RADIUS) -> tuple[Model, int]:
     renum = {n: m for m, n in enumerate(kept)}
     pois = tuple(dc.replace(model.pois[n], body=where(model.pois[n].body)) for n in kept)
     new = {"body": index, "tsda": {n: m for m, n in enumerate(tsda_kept)}, "rsda": {n: m for m, n in enumerate(rsda_kept)}}
-    params = tuple(dc.replace(p, index=new[p.kind][p.index]) for p in model.params if p.index in new[p.kind])
+    params = tuple(dc.replace(p, index=new[p.kind][p.index]) for p in model.params
+                   if p.index in new.get(p.kind, ()))  # the contact's stay out, with the tracks and the ground
     return dc.replace(model, bodies=bodies, pois=pois, loops=(), tracks=(), q_design=None, params=params,
                       tsdas=tuple(dc.replace(e, poi_a=renum[e.poi_a], poi_b=renum[e.poi_b]) for e in tsdas),
                       rsdas=tuple(dc.replace(model.rsdas[n], body=index[model.rsdas[n].body]) for n in rsda_kept)), index[i]

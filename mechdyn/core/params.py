@@ -7,8 +7,9 @@ NaN (`neutral`), so the C it writes cannot depend on them, and a place that read
 would fold a NaN into the C, which the checks catch.
 
 A parameter is named NAME.FIELD: a body's mass, cg (3 numbers) or inertia (6: Ixx Iyy Izz Ixy Ixz Iyz, about
-the CG), a tsda's k, c or l0, an rsda's k, c or q0. The geometry (joint axes, frames, offsets, points) stays
-folded: it decides the code's structure and the closed design pose.
+the CG), a tsda's k, c or l0, an rsda's k, c or q0; a track's or the ground's contact kn, kt or mu (which the
+contact's C reads from the model at run time: declared, they leave the cache key). The geometry (joint axes,
+frames, offsets, points) stays folded: it decides the code's structure and the closed design pose.
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ BODY_FIELDS = {"mass": (1, "mass", "kg"), "cg": (3, "cg x y z", "m"),
 ELEMENT_FIELDS = {"tsda": {"k": (1, "stiffness", "N/m"), "c": (1, "damping", "N s/m"), "l0": (1, "free length", "m")},
                   "rsda": {"k": (1, "stiffness", "N m/rad"), "c": (1, "damping", "N m s/rad"),
                            "q0": (1, "free angle", "rad")}}
+# the contact's numbers: read by the contact's C from the model at run time, never by the generated C; declared,
+# their values leave the cache key (a new ground stiffness no longer recompiles)
+CONTACT_FIELDS = {"kn": (1, "normal stiffness", "N/m"), "kt": (1, "tangential stiffness", "N/m"),
+                  "mu": (1, "friction coefficient", "")}
 # what may not be a parameter, and why (a declaration naming one is refused with this)
 FOLDED = {"axis": "a joint axis decides which products the code keeps",
           "joint": "a joint's kind decides the code's structure",
@@ -64,13 +69,22 @@ def _target(model: Model, name: str) -> tuple[str, int, str, int]:
     bodies = {b.name: i for i, b in enumerate(model.bodies)}
     elements = {"tsda": {e.name: i for i, e in enumerate(model.tsdas)},
                 "rsda": {e.name: i for i, e in enumerate(model.rsdas)}}
+    tracks = {t.name: i for i, t in enumerate(model.tracks)}
+    if owner == "ground" and model.ground is not None or owner in tracks:
+        kind, index = ("ground", 0) if owner == "ground" else ("track", tracks[owner])
+        if field not in CONTACT_FIELDS:
+            raise ParamError(f"parameter '{name}': a {kind}'s parameters are {', '.join(CONTACT_FIELDS)}")
+        if getattr(_owner_of(model, kind, index), field) is None:
+            raise ParamError(f"parameter '{name}': {owner} gives no {field} (its default is derived); write one to "
+                             "make it a parameter")
+        return kind, index, field, 1
     if owner in bodies:
         kind, index, fields = "body", bodies[owner], BODY_FIELDS
     elif owner in elements["tsda"] or owner in elements["rsda"]:
         kind = "tsda" if owner in elements["tsda"] else "rsda"
         index, fields = elements[kind][owner], ELEMENT_FIELDS[kind]
     else:
-        raise ParamError(f"parameter '{name}': no body, tsda or rsda is named '{owner}'")
+        raise ParamError(f"parameter '{name}': no body, tsda, rsda, track or ground is named '{owner}'")
     if field in FOLDED:
         raise ParamError(f"parameter '{name}': the {field} cannot be a parameter: {FOLDED[field]}")
     if field not in fields:
@@ -98,8 +112,15 @@ def declare(model: Model, names: Iterable[str], lines: Sequence[int] | None = No
     return dc.replace(model, params=tuple(params))
 
 
+def _owner_of(model: Model, kind: str, index: int):
+    return model.ground if kind == "ground" else getattr(model, _FIELD_OF[kind])[index]
+
+
+_FIELD_OF = {"body": "bodies", "tsda": "tsdas", "rsda": "rsdas", "track": "tracks"}
+
+
 def _owner(model: Model, p: Param):
-    return {"body": model.bodies, "tsda": model.tsdas, "rsda": model.rsdas}[p.kind][p.index]
+    return _owner_of(model, p.kind, p.index)
 
 
 def _read(model: Model, p: Param) -> np.ndarray:
@@ -127,6 +148,9 @@ def declarable(model: Model) -> list[str]:
     out = [f"{b.name}.{f}" for i, b in enumerate(model.bodies) if b.mass > 0 and i not in shoes for f in BODY_FIELDS]
     for kind, items in (("tsda", model.tsdas), ("rsda", model.rsdas)):
         out += [f"{e.name}.{f}" for e in items for f in ELEMENT_FIELDS[kind]]
+    out += [f"{t.name}.{f}" for t in model.tracks for f in CONTACT_FIELDS if getattr(t, f) is not None]
+    if model.ground is not None:
+        out += [f"ground.{f}" for f in CONTACT_FIELDS if getattr(model.ground, f) is not None]
     return out
 
 
@@ -151,7 +175,9 @@ def labels(model: Model) -> list[str]:
 
 
 def _replace_field(model: Model, p: Param, value) -> Model:
-    kind = {"body": "bodies", "tsda": "tsdas", "rsda": "rsdas"}[p.kind]
+    if p.kind == "ground":
+        return dc.replace(model, ground=dc.replace(model.ground, **{p.field: value}))
+    kind = _FIELD_OF[p.kind]
     items = list(getattr(model, kind))
     items[p.index] = dc.replace(items[p.index], **{p.field: value})
     return dc.replace(model, **{kind: tuple(items)})
@@ -185,6 +211,10 @@ def check(p: Param, v: np.ndarray) -> str | None:
         return "expected a mass > 0 (a parameter's body keeps its mass)"
     if p.field in ("k", "c") and not v[0] >= 0:
         return f"expected a {'stiffness' if p.field == 'k' else 'damping'} >= 0"
+    if p.field in ("kn", "kt") and not v[0] > 0:
+        return "expected a contact stiffness > 0"
+    if p.field == "mu" and not v[0] >= 0:
+        return "expected a friction coefficient >= 0"
     if p.field == "l0" and not v[0] >= 0:
         return "expected a free length >= 0"
     if p.field == "inertia":

@@ -199,7 +199,7 @@ def test_planted_shift_is_caught(tmp_path, monkeypatch):
     ("param upper_arm.axis", "the axis cannot be a parameter: a joint axis decides"),
     ("param upper_arm.xtree", "the xtree cannot be a parameter"),
     ("param upper_arm.masss", "a body has no parameter 'masss'; expected one of mass, cg, inertia"),
-    ("param nobody.mass", "no body, tsda or rsda is named 'nobody'"),
+    ("param nobody.mass", "no body, tsda, rsda, track or ground is named 'nobody'"),
     ("param mass", "expected NAME.FIELD"),
     ("param upper_arm.mass\nparam upper_arm.mass", "duplicate param name 'upper_arm.mass'"),
 ])
@@ -228,7 +228,7 @@ def test_bad_values_are_refused(name, value, says):
 
 
 def test_massless_and_unknown_names_are_refused_from_python():
-    with pytest.raises(P.ParamError, match="no body, tsda or rsda is named 'arm'"):
+    with pytest.raises(P.ParamError, match="no body, tsda, rsda, track or ground is named .arm."):
         mechdyn.load("elbow", params=["arm.mass"])
     dyn = mechdyn.load("elbow", params=["upper_arm.mass"])
     with pytest.raises(KeyError, match="declared: upper_arm.mass"):
@@ -321,3 +321,27 @@ def test_planted_sensitivity_sign_is_caught(tmp_path, monkeypatch):
     ridders, dense = sensitivity_errors(dyn)
     print(f"\nplanted: the parameters' seeds negated: Ridders {ridders:.2e}, dense {dense:.2e}")
     assert ridders > 1e3 * GATE and dense > 1e3 * DENSE_GATE
+
+
+def test_contact_parameters_match_the_folded_model():
+    """The ground's and a band's kn, kt and mu declared and set give the run of the model with those values
+    written in, bit for bit: the contact's C reads them from the model either way, and the generated C never
+    does."""
+    from mechdyn.sim.contact import ContactSim
+
+    names = ["ground.kn", "ground.mu", "band.kt", "band.mu"]
+    dyn = Dynamics(P.declare(load_model("track_min"), names))
+    dyn.params.values = dyn.params.values * np.array([1.7, 0.6, 1.3, 0.8])
+    ref = Dynamics(folded(dyn.model))
+    assert fingerprint(dyn.model, values=False) != fingerprint(ref.model, values=False)  # the declared's own key
+    runs = [ContactSim(d).run(d.model.q0(), np.zeros(d.nv), 0.3, 2e-4) for d in (dyn, ref)]
+    assert np.array_equal(runs[0].q, runs[1].q) and np.array_equal(runs[0].aux, runs[1].aux)
+    base = ContactSim(Dynamics(load_model("track_min"))).run(dyn.model.q0(), np.zeros(dyn.nv), 0.3, 2e-4)
+    assert not np.array_equal(base.q, runs[0].q)  # the values moved the run
+
+
+def test_contact_declarations_refused():
+    with pytest.raises(P.ParamError, match="a ground's parameters are kn, kt, mu"):
+        P.declare(load_model("track_min"), ["ground.terrain"])
+    with pytest.raises(P.ParamError, match="no body, tsda, rsda, track or ground is named 'ground'"):
+        P.declare(load_model("elbow"), ["ground.kn"])

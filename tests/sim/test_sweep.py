@@ -120,6 +120,7 @@ def test_monte_carlo_modes(tmp_path, capsys):
     (["--param", "sprung.axis=1", "--modes"], "the axis cannot be a parameter"),
     (["--param", "spring.k=1e5", "--modes", "--road-seeds", "3"], "--road-seeds K needs --rig with --road"),
     (["--param", "spring.k=1e5", "--modes", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
+    (["--param", "spring.k=1e5", "--sim"], "has no ground to settle on"),
 ])
 def test_bad_input_is_one_line(args, says, capsys, tmp_path):
     assert cli_run(mechdyn_main, ["sweep", "quartercar", *args, "--out", str(tmp_path / "t.parquet")]) == 2
@@ -138,3 +139,12 @@ def test_empty_grid_is_refused():
     with pytest.raises(ValueError, match="no points"):
         sweep.grid({"spring.k": []})
 
+
+
+def test_settle_sweep_over_the_ground(tmp_path):
+    """--sim: track_min settled on two ground stiffnesses (declared contact parameters): every gate's value and
+    verdict in the row, and a stiffer ground sinks less."""
+    job = sweep.Job("track_min", ("ground.kn",), sweep.Settle(T=1.2))
+    out = sweep.run(job, sweep.grid({"ground.kn": [2e5, 8e5]}), tmp_path / "t.parquet", workers=0)
+    assert (out["status"] == "ok").all() and {"crush", "load passed", "gates passed"} <= set(out.columns)
+    assert out["ground depth [m]"][0] > out["ground depth [m]"][1] > 0
