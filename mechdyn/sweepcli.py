@@ -56,8 +56,9 @@ def add_sweep_parser(sub) -> None:
                            "Declare the swept numbers as parameters (docs/params.md), compile the model once, and "
                            "run every point of the grid (every combination of the --param values) or of a Monte "
                            "Carlo sample (--samples N, each --param drawn from its distribution): a shaker-rig run "
-                           "(--rig with the rig's input options, as `mechdyn rig`; the ride figures) or the modes "
-                           "about the static equilibrium (--modes; frequencies and damping ratios).",
+                           "(--rig with the rig's input options, as `mechdyn rig`; the ride figures), the modes "
+                           "about the static equilibrium (--modes; frequencies and damping ratios), or a model with "
+                           "a ground's settle (--sim; every gate's value and verdict).",
                            "The points run on Dask: a local cluster of every core by default (--workers N), or the "
                            "cluster whose scheduler is at --scheduler ADDRESS. Each worker loads the model once; "
                            "only parameter vectors go out and rows come back. Rows go into one Parquet table "
@@ -71,6 +72,7 @@ def add_sweep_parser(sub) -> None:
                        "  mechdyn sweep hmmwv --samples 200 --param spring_FL.k~normal:2e5:1e4 \\\n"
                        "      --param chassis.mass~uniform:2000:2400 --rig --road C --speed 20 --time 5\n"
                        "  mechdyn sweep quartercar --param sprung.mass=400:600:5 --modes 3\n"
+                       "  mechdyn sweep track_min --param ground.kn=2e5,4e5,8e5 --sim 2\n"
                        "  mechdyn sweep hmmwv --param spring_FL.k=1e5,2e5 --rig --sine 0.01 1 \\\n"
                        "      --scheduler tcp://10.0.0.5:8786")
     add_model_argument(s, params=False)
