@@ -809,6 +809,23 @@ def add_rig_inputs(p: argparse.ArgumentParser, dt: float | None = RIG_DT) -> Non
                    + ("; a sweep's --sim: the contact's accuracy step)" if dt is None else ")"))
 
 
+def rig_plan(args: argparse.Namespace, model: Model, command: str):
+    """The rig's layout of `model`, the input its options ask for, and the run's duration (--time, or the input's
+    own: a sweep's time + 1 s, past a bump's rear wheels + 3 s, RIG_TIME's); InputError naming `command` for a
+    model that cannot stand on the rig."""
+    from mechdyn.sim import rig
+
+    try:
+        lay = rig.layout(model)
+    except rig.RigError as e:
+        raise InputError(f"{command}: {e}") from None
+    inp = _rig_input(args)
+    T = args.time if args.time is not None else (inp.sweep_time + 1.0 if inp.kind == "sweep" else
+                                                 inp.at + (lay.wheelbase + inp.length) / inp.speed + 3.0
+                                                 if inp.kind == "bump" else RIG_TIME.get(inp.kind, 10.0))
+    return lay, inp, T
+
+
 def cmd_rig(args: argparse.Namespace) -> int:
     """A shaker-rig run (mechdyn/sim/rig.py): the model from its static equilibrium on the posts, shaken by one
     input; prints the ride figures, writes the pictures (and the records as CSV). A sweep is measured against the
@@ -820,14 +837,7 @@ def cmd_rig(args: argparse.Namespace) -> int:
     from mechdyn.sim.run import SimulationDiverged
 
     model = model_of(args)
-    try:
-        lay = rig.layout(model)
-    except rig.RigError as e:
-        raise InputError(f"rig: {e}") from None
-    inp = _rig_input(args)
-    T = args.time if args.time is not None else (inp.sweep_time + 1.0 if inp.kind == "sweep" else
-                                                 inp.at + (lay.wheelbase + inp.length) / inp.speed + 3.0
-                                                 if inp.kind == "bump" else RIG_TIME.get(inp.kind, 10.0))
+    lay, inp, T = rig_plan(args, model, "rig")
     sim_steps(T, args.dt, "--time", "--dt")
     try:
         motions = rig.motions_for(lay, inp, T)

@@ -135,17 +135,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elif any(a[1] == "dist" for a in axes):
         raise InputError("sweep: a --param with a distribution (~) needs --samples N")
     if args.rig:
-        from mechdyn.cli import RIG_DT, RIG_TIME, _rig_input
-        from mechdyn.sim import rig
+        from mechdyn.cli import RIG_DT, rig_plan
 
-        try:
-            lay = rig.layout(model)
-        except rig.RigError as e:
-            raise InputError(f"sweep --rig: {e}") from None
-        inp = _rig_input(args)
-        T = args.time if args.time is not None else (inp.sweep_time + 1.0 if inp.kind == "sweep" else
-                                                     inp.at + (lay.wheelbase + inp.length) / inp.speed + 3.0
-                                                     if inp.kind == "bump" else RIG_TIME.get(inp.kind, 10.0))
+        _, inp, T = rig_plan(args, model, "sweep --rig")
         analysis = sweep.Rig(inp, T, args.dt or RIG_DT)
         road = inp.kind == "road"
     elif args.sim is not None:
