@@ -32,9 +32,22 @@ def cg(b: Builder, model: Model, i: int) -> list[Val]:
     p = on(model, "body", i, "cg")
     if p is None:
         return [float(x) for x in model.bodies[i].cg]
+    return _turned(b, p)
+
+
+def _turned(b: Builder, p) -> list[Val]:
+    """turnᵀ p − shift: a vector parameter in the generator's frames."""
     T = p.turn
     return [b.sub(b.sum(*(b.mul(float(T[k][j]), slot(p.offset + k)) for k in range(3) if T[k][j] != 0.0)),
                   float(p.shift[j])) for j in range(3)]
+
+
+def xtree(b: Builder, model: Model, i: int) -> list[Val]:
+    """Body i's joint frame offset in its parent's generated frame: turnᵀ p − shift for a parameter."""
+    p = on(model, "body", i, "xtree")
+    if p is None:
+        return [float(x) for x in model.bodies[i].xtree]
+    return _turned(b, p)
 
 
 def inertia(b: Builder, model: Model, i: int) -> list[list[Val]]:

@@ -103,7 +103,11 @@ def align(model: Model) -> Model:
                              "anchor_succ": Ct(lp.succ) @ lp.anchor_succ}, turn_pred=Ct(lp.pred), turn_succ=Ct(lp.succ))
 
     loops = tuple(turned(lp) for lp in model.loops)
-    params = tuple(dc.replace(p, turn=p.turn @ C[p.index]) if p.kind == "body" else p for p in model.params)
+    def turned_param(p):  # a CG and an inertia turn with their body, a joint offset with its parent
+        owner = model.bodies[p.index].parent if p.field == "xtree" else p.index
+        return p if owner == BASE else dc.replace(p, turn=p.turn @ C[owner])
+
+    params = tuple(turned_param(p) if p.kind == "body" else p for p in model.params)
     return dc.replace(model, bodies=tuple(bodies), pois=pois, loops=loops, params=params)
 
 
@@ -116,7 +120,15 @@ def slide(model: Model, s: tuple[float, ...]) -> Model:
     pois = tuple(dc.replace(p, pos=p.pos - d(p.body)) for p in model.pois)
     loops = tuple(dc.replace(lp, anchor_pred=lp.anchor_pred - d(lp.pred), anchor_succ=lp.anchor_succ - d(lp.succ))
                   for lp in model.loops)
-    params = tuple(dc.replace(p, shift=p.shift + d(p.index)) if p.field == "cg" else p for p in model.params)
+    def slid_param(p):  # a CG moves back by its body's shift; a joint offset as its xtree does above
+        if p.field == "cg":
+            return dc.replace(p, shift=p.shift + d(p.index))
+        if p.field == "xtree":
+            bd = model.bodies[p.index]
+            return dc.replace(p, shift=p.shift - (bd.rot @ d(p.index) - d(bd.parent)))
+        return p
+
+    params = tuple(slid_param(p) for p in model.params)
     return dc.replace(model, bodies=bodies, pois=pois, loops=loops, params=params)
 
 
@@ -191,9 +203,10 @@ def candidates(model: Model, i: int) -> set[float]:
     """Shifts of body i (in `model`'s frames) that zero one component along its axis."""
     a = model.bodies[i].axis_index
     bd = model.bodies[i]
-    xs = {-float(bd.rot[:, a] @ bd.xtree)}  # its own offset along the axis, in the parent's frame
-    xs |= set() if on(model, "body", i, "cg") else {bd.cg[a]}  # a declared cg is no constant to zero
-    xs |= {c.xtree[a] for c in model.bodies if c.parent == i}
+    # its own offset along the axis, in the parent's frame; a declared number is no constant to zero
+    xs = set() if on(model, "body", i, "xtree") else {-float(bd.rot[:, a] @ bd.xtree)}
+    xs |= set() if on(model, "body", i, "cg") else {bd.cg[a]}
+    xs |= {c.xtree[a] for n, c in enumerate(model.bodies) if c.parent == i and not on(model, "body", n, "xtree")}
     xs |= {p.pos[a] for p in model.pois if p.body == i}
     xs |= {lp.anchor_pred[a] for lp in model.loops if lp.pred == i}
     xs |= {lp.anchor_succ[a] for lp in model.loops if lp.succ == i}

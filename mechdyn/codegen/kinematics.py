@@ -10,6 +10,7 @@ from functools import cached_property
 
 from mechdyn.core.model import BASE, Body, Model
 
+from . import declared
 from .expr import Builder, Sym, Val
 from .sspatial import EYE3, ZERO3, Vec3, Vec6, Xf, cross, mtv, vadd, xf_compose, xf_inverse, xf_motion
 
@@ -86,9 +87,9 @@ class TreeKinematics:
         """Parent-to-body transform of every body: XJ(q) · XT, XT = plux(rotᵀ, xtree) (written out as a translation
         when rot is the identity). Single-DOF joints move along +x, +y or +z (frames.align)."""
         b, out = self.b, []
-        for bd, iq in zip(self.model.bodies, self.model.qidx):
+        for i, (bd, iq) in enumerate(zip(self.model.bodies, self.model.qidx)):
             with b.at(self.model.path, bd.line, f"body '{bd.name}'"):
-                k, r = bd.axis_index, [float(x) for x in bd.xtree]
+                k, r = bd.axis_index, declared.xtree(b, self.model, i)
                 if bd.joint == "floating":  # XJ = plux(R(Q)ᵀ, r), tree transform the identity
                     out.append(Xf(quaternion_rotation_T(b, [self.q(iq + k) for k in range(4)]),
                                   [self.q(iq + 4 + k) for k in range(3)]))

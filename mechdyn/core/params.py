@@ -7,7 +7,8 @@ NaN (`neutral`), so the C it writes cannot depend on them, and a place that read
 would fold a NaN into the C, which the checks catch.
 
 A parameter is named NAME.FIELD: a body's mass, cg (3 numbers) or inertia (6: Ixx Iyy Izz Ixy Ixz Iyz, about
-the CG), a tsda's k, c or l0, an rsda's k, c or q0; a track's or the ground's contact kn, kt or mu (which the
+the CG) or, in a tree, its joint frame's offset xtree (3, in the parent's frame), a tsda's k, c or l0, an rsda's
+k, c or q0; a track's or the ground's contact kn, kt or mu (which the
 contact's C reads from the model at run time: declared, they leave the cache key). The geometry (joint axes,
 frames, offsets, points) stays folded: it decides the code's structure and the closed design pose.
 """
@@ -22,7 +23,7 @@ from .model import Model
 
 # field -> (the numbers it holds, what the format calls them, its unit)
 BODY_FIELDS = {"mass": (1, "mass", "kg"), "cg": (3, "cg x y z", "m"),
-               "inertia": (6, "inertia Ixx Iyy Izz Ixy Ixz Iyz", "kg m^2")}
+               "inertia": (6, "inertia Ixx Iyy Izz Ixy Ixz Iyz", "kg m^2"), "xtree": (3, "joint frame offset", "m")}
 ELEMENT_FIELDS = {"tsda": {"k": (1, "stiffness", "N/m"), "c": (1, "damping", "N s/m"), "l0": (1, "free length", "m")},
                   "rsda": {"k": (1, "stiffness", "N m/rad"), "c": (1, "damping", "N m s/rad"),
                            "q0": (1, "free angle", "rad")}}
@@ -33,7 +34,6 @@ CONTACT_FIELDS = {"kn": (1, "normal stiffness", "N/m"), "kt": (1, "tangential st
 # what may not be a parameter, and why (a declaration naming one is refused with this)
 FOLDED = {"axis": "a joint axis decides which products the code keeps",
           "joint": "a joint's kind decides the code's structure",
-          "xtree": "a joint frame's offset moves the closed design pose and the frames' shifts",
           "rpy": "a joint frame's rotation decides which products the code keeps",
           "quat": "a joint frame's rotation decides which products the code keeps",
           "parent": "the tree decides the code's structure"}
@@ -44,8 +44,8 @@ _INERTIA_SLOTS = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 class Param:
     """One declared parameter: `kind` "body", "tsda" or "rsda", `index` into that tuple of the model, `field`,
     its slots [offset, offset + size) in the parameter vector. `turn` and `shift` say how the generator's frames
-    (codegen/frames.py) re-express a body's cg and inertia: in the generated frame, cg = turnᵀ p − shift and
-    inertia = turnᵀ I(p) turn."""
+    (codegen/frames.py) re-express a body's cg, inertia and xtree: in the generated frames, cg = turnᵀ p − shift,
+    inertia = turnᵀ I(p) turn, xtree = turnᵀ p − shift (turn the parent's)."""
     name: str
     kind: str
     index: int
@@ -90,7 +90,13 @@ def _target(model: Model, name: str) -> tuple[str, int, str, int]:
     if field not in fields:
         raise ParamError(f"parameter '{name}': a {kind} has no parameter '{field}'; expected one of "
                          f"{', '.join(fields)}")
-    if kind == "body" and model.bodies[index].mass == 0:
+    if field == "xtree" and (model.loops or model.tracks):
+        raise ParamError(f"parameter '{name}': a joint frame's offset in a model with loops moves its closed design "
+                         "pose, by which the generated solve orders its elimination; it is a parameter of a tree")
+    if field == "xtree" and model.bodies[index].joint == "floating":
+        raise ParamError(f"parameter '{name}': a floating body's xtree is its design-pose position, its q0, not a "
+                         "number of the dynamics")
+    if kind == "body" and field != "xtree" and model.bodies[index].mass == 0:
         raise ParamError(f"parameter '{name}': body '{owner}' is massless, and a massless body's structure is "
                          "folded away; give it a mass to make its numbers parameters")
     return kind, index, field, fields[field][0]
@@ -143,9 +149,12 @@ def _written(p: Param, x: np.ndarray):
 
 def declarable(model: Model) -> list[str]:
     """Every NAME.FIELD that may be declared on `model` (a massless body's and a track shoe's numbers excepted:
-    the first is folded away, the second is the band's)."""
+    the first is folded away, the second is the band's; joint frame offsets in a tree only)."""
     shoes = {i for t in model.tracks if t.expanded for i in range(t.first_shoe, t.first_shoe + t.shoes)}
-    out = [f"{b.name}.{f}" for i, b in enumerate(model.bodies) if b.mass > 0 and i not in shoes for f in BODY_FIELDS]
+    out = [f"{b.name}.{f}" for i, b in enumerate(model.bodies) if b.mass > 0 and i not in shoes for f in BODY_FIELDS
+           if f != "xtree"]
+    if not (model.loops or model.tracks):
+        out += [f"{b.name}.xtree" for b in model.bodies if b.joint != "floating"]
     for kind, items in (("tsda", model.tsdas), ("rsda", model.rsdas)):
         out += [f"{e.name}.{f}" for e in items for f in ELEMENT_FIELDS[kind]]
     out += [f"{t.name}.{f}" for t in model.tracks for f in CONTACT_FIELDS if getattr(t, f) is not None]

@@ -197,7 +197,7 @@ def test_planted_shift_is_caught(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("text, says", [
     ("param upper_arm.axis", "the axis cannot be a parameter: a joint axis decides"),
-    ("param upper_arm.xtree", "the xtree cannot be a parameter"),
+    ("param upper_arm.rpy", "the rpy cannot be a parameter"),
     ("param upper_arm.masss", "a body has no parameter 'masss'; expected one of mass, cg, inertia"),
     ("param nobody.mass", "no body, tsda, rsda, track or ground is named 'nobody'"),
     ("param mass", "expected NAME.FIELD"),
@@ -241,7 +241,7 @@ def scales(model: Model) -> np.ndarray:
     out = []
     for p in model.params:
         v = P.values(model)[p.offset:p.offset + p.size]
-        if p.field == "cg":
+        if p.field in ("cg", "xtree"):
             out += [0.1] * 3
         elif p.field == "inertia":
             out += [0.1 * float(np.min(np.linalg.eigvalsh(P._written(p, v))))] * 6
@@ -252,7 +252,7 @@ def scales(model: Model) -> np.ndarray:
     return np.array(out)
 
 
-SENSITIVITY_MODELS = {"elbow": ["upper_arm.mass", "forearm.cg", "wrist_pitch.inertia"],
+SENSITIVITY_MODELS = {"elbow": ["upper_arm.mass", "forearm.cg", "wrist_pitch.inertia", "forearm.xtree"],
                       "satellite": ["bus.mass", "bus.inertia", "panel_left.cg"],
                       "quartercar": ["spring.k", "shock.c", "sprung.mass", "lca.cg"],
                       "springpend": ["spring.k", "spring.l0", "torsion.q0", "pend2.inertia"],
@@ -338,6 +338,15 @@ def test_contact_parameters_match_the_folded_model():
     assert np.array_equal(runs[0].q, runs[1].q) and np.array_equal(runs[0].aux, runs[1].aux)
     base = ContactSim(Dynamics(load_model("track_min"))).run(dyn.model.q0(), np.zeros(dyn.nv), 0.3, 2e-4)
     assert not np.array_equal(base.q, runs[0].q)  # the values moved the run
+
+
+def test_joint_offset_declarations_refused():
+    """A joint frame's offset is a parameter of a tree: in a loop model it moves the closed design pose, and a
+    floating body's is its q0."""
+    with pytest.raises(P.ParamError, match="in a model with loops moves its closed design pose"):
+        P.declare(load_model("quartercar"), ["uca.xtree"])
+    with pytest.raises(P.ParamError, match="a floating body's xtree is its design-pose position"):
+        P.declare(load_model("satellite"), ["bus.xtree"])
 
 
 def test_contact_declarations_refused():
