@@ -116,9 +116,10 @@ def add_model_argument(p: argparse.ArgumentParser, params: bool = True, **kw) ->
         return
     pg = p.add_argument_group("parameters (docs/params.md)")
     pg.add_argument("--param", action="append", default=[], metavar="NAME.FIELD[=V]",
-                    help="keep this number free in the generated C: a body's mass, cg or inertia, a tsda's k, c "
-                         "or l0, an rsda's k, c or q0, set without a compile; =V gives its value (a cg or inertia: "
-                         "comma-separated). Repeatable, e.g. --param spring_FL.k=1.2e5 --param chassis.mass")
+                    help="keep this number free in the generated C: a body's mass, cg or inertia (a tree's xtree), "
+                         "a tsda's k, c or l0, an rsda's k, c or q0, a track's or the ground's kn, kt or mu, set "
+                         "without a compile; =V gives its value (several numbers: comma-separated). Repeatable, e.g. "
+                         "--param spring_FL.k=1.2e5 --param chassis.mass")
 
 
 def load_model(spec: str, floating: bool = False, mimic: str = "refuse") -> Model:
