@@ -398,6 +398,9 @@ class Dynamics:
             raise ValueError(f"model '{self.model.name}' declares no parameters: load it with params=[...] or a "
                              "'param NAME.FIELD' statement (docs/params.md)")
         lib = self.derivatives_lib
+        if not lib.fwd_dyn_dparams_ops:
+            raise ValueError(f"model '{self.model.name}': ∂qdd/∂p by the straight-line route would exceed its "
+                             "operation limit, so fwd_dyn_dparams was not built; the other derivatives are there")
         pq, pqd, ptau, pf, pa = self._state(q, qd, tau, fext, act)
         qdd, dp = np.empty(self.nv), np.empty((self.nv, self._params.values.size))
         lib.fwd_dyn_dparams(pq, pqd, ptau, pf, pa, *(self._ffi.from_buffer("double[]", x) for x in (qdd, dp)))

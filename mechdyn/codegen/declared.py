@@ -109,4 +109,5 @@ def cdef(model: Model, prefix: str = "fwd_dyn") -> str:
         return ""
     return (f"const int {prefix}_nparam;  /* parameter slots: the length of set_params' p */\n"
             f"void {prefix}_set_params(const double *p);  /* this thread's parameter values, from p[nparam] */\n"
-            + (PARAM_FUNCTION.declaration() + "\n" if prefix == "fwd_dyn_derivs" else ""))
+            + ("const long fwd_dyn_dparams_ops;  /* fwd_dyn_dparams' operations; 0: not built (too long) */\n"
+               + PARAM_FUNCTION.declaration() + "\n" if prefix == "fwd_dyn_derivs" else ""))

@@ -44,9 +44,10 @@ def _entry(d: dict, key: Hashable) -> Val:
     return d.get(key, 0.0)
 
 
-def seeds(b: Builder, model: Model) -> dict[str, Tangent]:
+def seeds(b: Builder, model: Model, params: bool = False) -> dict[str, Tangent]:
     """Each input slot's derivative along the directions ("q", j) (the tangent: q[j] for a single-DOF joint, δ for
-    a floating body), ("v", j) (qd[j]), ("a", k) (act[k]) and ("f", k) (fext[k])."""
+    a floating body), ("v", j) (qd[j]), ("a", k) (act[k]) and ("f", k) (fext[k]); with `params`, ("p", k) (the
+    declared parameter slot k; otherwise the parameters are held)."""
     out: dict[str, Tangent] = {}
     for i, bd in enumerate(model.bodies):
         qi, vi = model.qidx[i], model.vidx[i]
@@ -70,7 +71,7 @@ def seeds(b: Builder, model: Model) -> dict[str, Tangent]:
     for i, bd in enumerate(model.bodies):
         for k in range(6 * i, 6 * i + 6) if bd.fext else ():
             out[f"fext[{k}]"] = {("f", k): 1.0}
-    for k in range(size(model)):
+    for k in range(size(model) if params else 0):
         out[declared.slot(k).name] = {("p", k): 1.0}
     return out
 
@@ -119,9 +120,7 @@ def derivatives_builder(model: Model, budget: int | None = None,
     r = [b.sum(ID[i], b.neg(Sym(f"tau[{i}]")), b.neg(Q.get(i, 0.0)),
                *(b.mul(K.get(i, 0.0), lam[c]) for c, (K, _) in enumerate(s.rows))) for i in range(nv)]
     g = [b.sub(b.sum(*(b.mul(x_, a[j]) for j, x_ in K.items())), kr) for K, kr in s.rows]
-    seed = seeds(b, model)
-    if "dparam" not in blocks:  # the parameters held, as fwd_dyn_derivs holds them
-        seed = {k: v for k, v in seed.items() if not k.startswith(declared.P)}
+    seed = seeds(b, model, params="dparam" in blocks)  # fwd_dyn_derivs holds the parameters
     dr = derivatives(b, r + g, lambda name: seed.get(name, {}))
     out: dict[str, list[list[Val]]] = {"qdd": [qdd]}
     for block in blocks:

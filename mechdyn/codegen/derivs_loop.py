@@ -29,7 +29,7 @@ from .kinematics import TreeKinematics, motion_subspace
 from .loops import as_K, loop_rows
 from .ltdl import expanded_parents
 from .tangent import derivatives
-from . import derivs, driven
+from . import declared, derivs, driven
 
 KERNEL = Path(__file__).with_name("tree_derivs.c")
 STAGE_PAST, STAGE = 8000, 2000  # as the straight-line route's (generate.DERIV_SPLIT, DERIV_STAGE)
@@ -169,10 +169,30 @@ def _array(ctype: str, name: str, values) -> str:
     return f"static const {ctype} {name}[] = {{{text}}};\n"
 
 
+def declared_inertias(model: Model) -> bool:
+    """Whether a body's mass, CG or inertia is a declared parameter: then td_inertias fills the tables per call."""
+    return any(p.kind == "body" and p.field != "xtree" for p in model.params)
+
+
+def inertias_builder(model: Model) -> Builder:
+    """td_inertias: every body's mass, CG and inertia about the CG (row-major) in its generated frame, from the
+    thread's parameter vector where declared, constants elsewhere (declared.py)."""
+    b = Builder(path=model.path)
+    for i in range(model.nbody):
+        b.store(f"mass[{i}]", declared.mass(model, i))
+        for k, x in enumerate(declared.cg(b, model, i)):
+            b.store(f"cg[{3 * i + k}]", x)
+        for k, x in enumerate(x for row in declared.inertia(b, model, i) for x in row):
+            b.store(f"Icg[{9 * i + k}]", x)
+    return b
+
+
 def tables(lay: Layout) -> str:
-    """The C tables and the td_model TD_MODEL over them."""
+    """The C tables and the td_model TD_MODEL over them (a model whose inertias are parameters: with NULL masses,
+    CGs and inertias, which each call points at td_inertias' tables)."""
     m = lay.model
     bodies = m.bodies
+    declared_ = declared_inertias(m)
     S = [float(x) for bd in bodies for col in motion_subspace(bd) for x in col]
     cstart = np.cumsum([0] + [len(c) for c in lay.comps]).tolist()
     rstart = np.cumsum([0] + [len(r) for r in lay.rows]).tolist()
@@ -181,9 +201,10 @@ def tables(lay: Layout) -> str:
         _array("int", "td_bparent", [bd.parent if bd.parent != BASE else -1 for bd in bodies]),
         _array("int", "td_dbody", [i for i, bd in enumerate(bodies) for _ in range(bd.nv)]),
         _array("int", "td_dfirst", m.vidx), _array("int", "td_dcount", [bd.nv for bd in bodies]),
-        _array("double", "td_S", S), _array("double", "td_mass", [bd.mass for bd in bodies]),
-        _array("double", "td_cg", [x for bd in bodies for x in bd.cg]),
-        _array("double", "td_Icg", [x for bd in bodies for row in bd.inertia for x in row]),
+        _array("double", "td_S", S),
+        *([] if declared_ else [_array("double", "td_mass", [bd.mass for bd in bodies]),
+                                _array("double", "td_cg", [x for bd in bodies for x in bd.cg]),
+                                _array("double", "td_Icg", [x for bd in bodies for row in bd.inertia for x in row])]),
         _array("double", "td_a0", a0), _array("int", "td_cstart", cstart),
         _array("int", "td_perm", [j for c in lay.comps for j in c]), _array("int", "td_dloc", lay.dloc),
         _array("int", "td_cbstart", np.cumsum([0] + [len(c) for c in lay.cbody]).tolist()),
@@ -194,7 +215,8 @@ def tables(lay: Layout) -> str:
     nc = sum(len(r) for r in lay.rows)
     return text + (
         f"static const td_model TD_MODEL = {{{m.nv}, {m.nbody}, {nc}, td_bparent, td_dbody, td_dfirst, td_dcount, "
-        f"td_S, td_mass, td_cg, td_Icg, td_a0, {len(lay.comps)}, td_cstart, td_perm, td_dloc, td_cbstart, td_cbody, "
+        f"td_S, {'0, 0, 0' if declared_ else 'td_mass, td_cg, td_Icg'}, td_a0, {len(lay.comps)}, td_cstart, td_perm, "
+        f"td_dloc, td_cbstart, td_cbody, "
         f"td_rstart, td_rperm, "
         f"td_bcomp, td_fextb, {sum(bool(bd.fext) for bd in bodies)}, {max(len(c) for c in lay.comps)}, "
         f"{max(len(r) for r in lay.rows)}}};\n")
@@ -322,11 +344,18 @@ def loop_route(model: Model) -> LoopRoute:
         "td_post", "const double *q, const double *qd, const double *act, const double *qdd, const double *mu, "
                    "double *dq, double *dqd, double *dact, double *Gq, double *Gqd, double *Ga", post)
     n1 = lambda x: max(x, 1)  # noqa: E731  (C arrays need a size)
+    inert_c, inert_ops, model_at = "", Counter(), "&TD_MODEL"
+    if declared_inertias(model):  # the tables of this call's parameter values, in a copy of the model's td_model
+        inert_c, _, inert_ops = _function("td_inertias", "double *mass, double *cg, double *Icg",
+                                          inertias_builder(model))
+        model_at = "&M"
     body = [
+        *([f"double mass_p[{nb}], cg_p[{3 * nb}], Icg_p[{9 * nb}];", "td_inertias(mass_p, cg_p, Icg_p);",
+           "td_model M = TD_MODEL;", "M.mass = mass_p; M.cg = cg_p; M.Icg = Icg_p;"] if inert_c else []),
         f"double pose[{12 * nb}], Q[{nv}] = {{0}}, K[{n1(nc * nv)}] = {{0}}, k[{n1(nc)}] = {{0}}, mu[{n1(nc)}];",
         f"double Gq[{n1(nc * nv)}] = {{0}}, Gqd[{n1(nc * nv)}] = {{0}}, Ga[{n1(nc * na)}] = {{0}};",
         "td_work w;", "td_comp cw;",
-        f"void *mem = td_begin(&TD_MODEL, {na}, &w, &cw);",
+        f"void *mem = td_begin({model_at}, {na}, &w, &cw);",
         "if (!mem) {  /* no memory: every output NaN rather than a silent wrong answer */",
         f"    for (int i = 0; i < {nv}; ++i) qdd[i] = NAN;",
         f"    for (long i = 0; i < {nv * nv}L; ++i) dq[i] = dqd[i] = dtau[i] = NAN;",
@@ -338,11 +367,11 @@ def loop_route(model: Model) -> LoopRoute:
         f"memset(dtau, 0, sizeof(double) * {nv * nv}L);", f"memset(dfext, 0, sizeof(double) * {nv * 6 * nb}L);",
         *([f"memset(dact, 0, sizeof(double) * {nv * na}L);"] if na else []),
         "td_pre(q, qd, act, pose, Q, K, k);",
-        "td_forward(&TD_MODEL, pose, qd, tau, fext, Q, K, k, &w, &cw, qdd, mu);",
-        "td_id_derivs(&TD_MODEL, qdd, fext, &w, dq, dqd);",
+        f"td_forward({model_at}, pose, qd, tau, fext, Q, K, k, &w, &cw, qdd, mu);",
+        f"td_id_derivs({model_at}, qdd, fext, &w, dq, dqd);",
         "td_post(q, qd, act, qdd, mu, dq, dqd, dact, Gq, Gqd, Ga);",
-        f"td_finish(&TD_MODEL, {na}, K, Gq, Gqd, Ga, &w, &cw, dq, dqd, dtau, dact, dfext);",
+        f"td_finish({model_at}, {na}, K, Gq, Gqd, Ga, &w, &cw, dq, dqd, dtau, dact, dfext);",
     ]
-    text = (KERNEL.read_text() + "\n" + tables(lay) + "\n" + pre_c + "\n" + post_c)
-    ops = pre_ops + post_ops
+    text = (KERNEL.read_text() + "\n" + tables(lay) + "\n" + inert_c + pre_c + "\n" + post_c)
+    ops = pre_ops + post_ops + inert_ops
     return LoopRoute(text, pre_stages + post_stages, body, ops, kernel_ops(lay), bool(pre.angles or post.angles))

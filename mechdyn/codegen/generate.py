@@ -14,14 +14,14 @@ import numpy as np
 
 from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
-from mechdyn.core.params import neutral
+from mechdyn.core.params import neutral, size
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
                    DRIVEN_CDEF, FUNCTION, PARAM_FUNCTION)  # for build.py)
 from .aba import apply_Hinv, loop_solve
 from .elements import tsda_state
 from .equations import system
-from .expr import OPS_COUNTED, Builder, GenerationError, OverBudget, Sym, Val
+from .expr import OPS_COUNTED, Builder, OverBudget, Sym, Val
 from .kinematics import TreeKinematics
 from . import aba, declared, derivs_loop, driven, frames, kkt, schedule
 from .derivs import derivatives_builder
@@ -430,26 +430,16 @@ def derivatives_unit(model: Model, route: str | None = None) -> Generated:
     functions (simd.py), their halves compiled as two parts side by side. `route` ("straight" or "loop") takes
     that route whatever it costs."""
     m = slid(model)[1]
-    if model.params and route != "straight":  # the loop route's tables hold the inertias as constants
-        if route == "loop":
-            raise _params_refused(model, "the loop route")
-        route = "straight"
     loop = None if route == "straight" else derivs_loop.loop_route(m)
     if route == "loop":
         return _loop_unit(model, loop)
     loop_flops = None if loop is None else loop.flops
     budget = None if loop_flops is None else min(loop_flops, STRAIGHT_MAX)
-    if model.params:
-        budget = STRAIGHT_MAX
     if budget is not None and derivs_loop.straight_solves_at_least(m) > budget:
-        if model.params:
-            raise _params_refused(model, f"over {STRAIGHT_MAX:,} operations by the straight-line route")
         return _loop_unit(model, loop)  # not worth building the straight-line route to find out
     try:
         b, blocks = derivatives_builder(m, budget=budget)
     except OverBudget:
-        if model.params:
-            raise _params_refused(model, f"over {STRAIGHT_MAX:,} operations by the straight-line route") from None
         return _loop_unit(model, loop)
     clear = stored(b, blocks)
     lines, ops = b.finish(sincos=False, scheduled=True)
@@ -489,22 +479,24 @@ def stored(b: Builder, blocks: dict[str, list[list[Val]]]) -> list[str]:
 
 def dparam_function(model: Model, m: Model) -> str:
     """fwd_dyn_dparams (capi.PARAM_FUNCTION) on m, the model with its frames slid: qdd and its derivatives along
-    the declared parameters, by the straight-line route ("" for a model without parameters)."""
+    the declared parameters, by the straight-line route, and fwd_dyn_dparams_ops, its operation count ("" for a
+    model without parameters). Past STRAIGHT_MAX operations it is not built: its outputs are NaN and the count
+    is 0, which Dynamics.param_derivatives refuses, saying why."""
     if not model.params:
         return ""
-    b, blocks = derivatives_builder(m, blocks=("dparam",))
+    try:
+        b, blocks = derivatives_builder(m, budget=STRAIGHT_MAX, blocks=("dparam",))
+    except OverBudget:
+        n = model.nv * (1 + size(model))
+        return (f"\nconst long fwd_dyn_dparams_ops = 0;  /* over {STRAIGHT_MAX} operations by the straight-line "
+                f"route: not built */\n{PARAM_FUNCTION.header()}\n{{\n"
+                f"    (void)q; (void)qd; (void)tau; (void)fext; (void)act;\n"
+                f"    for (int i = 0; i < {model.nv}; ++i) qdd[i] = NAN;\n"
+                f"    for (long i = 0; i < {n - model.nv}L; ++i) dparam[i] = NAN;\n}}\n")
     clear = stored(b, blocks)
-    lines, _ = b.finish(sincos=False, scheduled=True)
-    return ("\n" + PARAM_FUNCTION.header() + "\n{\n" + _indent(null_guards(m) + clear + sincos_batch(b.angles) + lines)
-            + "}\n")
-
-
-def _params_refused(model: Model, why: str) -> GenerationError:
-    """The derivatives of a model with declared parameters, which only the straight-line route reads, refused."""
-    p = model.params[0]
-    return GenerationError(model.path, p.line, f"model '{model.name}' declares parameters ({p.name}, ...), whose "
-                           f"derivatives only the straight-line route reads, and its derivatives are {why}; load "
-                           "it without parameters for its derivatives")
+    lines, ops = b.finish(sincos=False, scheduled=True)
+    return (f"\nconst long fwd_dyn_dparams_ops = {sum(ops[o] for o in OPS_COUNTED)};\n" + PARAM_FUNCTION.header()
+            + "\n{\n" + _indent(null_guards(m) + clear + sincos_batch(b.angles) + lines) + "}\n")
 
 
 def _loop_unit(model: Model, loop: derivs_loop.LoopRoute) -> Generated:
@@ -512,7 +504,8 @@ def _loop_unit(model: Model, loop: derivs_loop.LoopRoute) -> Generated:
     count is not split by kind). Long straight-line parts' stages are two more parts, compiled side by side."""
     ops = loop.ops + Counter({"+": loop.kernel})
     head = _deriv_head(model, "loop", loop.flops, loop.trig, ops["sqrt"] > 0)
-    api = loop.text + _deriv_api(model, loop.flops, "", null_guards(slid(model)[1]) + loop.body, loops=True)
+    m = slid(model)[1]
+    api = loop.text + _deriv_api(model, loop.flops, "", null_guards(m) + loop.body, loops=True) + dparam_function(model, m)
     how = ("the loop route: the inverse dynamics' derivatives and articulated-body solves over the tree's tables, "
            "per independent component")
     if not loop.stages:

@@ -315,8 +315,8 @@ def test_planted_sensitivity_sign_is_caught(tmp_path, monkeypatch):
 
     monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
     real = derivs.seeds
-    monkeypatch.setattr(derivs, "seeds", lambda b, m: {k: ({d: -1.0 for d in v} if k.startswith(declared.P) else v)
-                                                        for k, v in real(b, m).items()})
+    monkeypatch.setattr(derivs, "seeds", lambda b, m, params=False: {
+        k: ({d: -1.0 for d in v} if k.startswith(declared.P) else v) for k, v in real(b, m, params).items()})
     dyn = Dynamics(P.declare(load_model("quartercar"), SENSITIVITY_MODELS["quartercar"]))
     ridders, dense = sensitivity_errors(dyn)
     print(f"\nplanted: the parameters' seeds negated: Ridders {ridders:.2e}, dense {dense:.2e}")
@@ -354,3 +354,43 @@ def test_contact_declarations_refused():
         P.declare(load_model("track_min"), ["ground.terrain"])
     with pytest.raises(P.ParamError, match="no body, tsda, rsda, track or ground is named 'ground'"):
         P.declare(load_model("elbow"), ["ground.kn"])
+
+
+@pytest.mark.parametrize("name, names", [("elbow", ["upper_arm.mass", "forearm.cg", "wrist_pitch.inertia",
+                                                    "forearm.xtree"]),
+                                         ("quartercar", ["spring.k", "sprung.mass", "lca.cg", "wheel.inertia"]),
+                                         ("satellite", ["bus.mass", "bus.inertia", "panel_left.cg"])])
+def test_loop_route_reads_the_parameters(name, names):
+    """The loop route (forced), which reads the bodies' inertias from tables: with parameters, td_inertias fills
+    them per call from the thread's vector. Against the folded model's derivatives."""
+    from mechdyn.codegen.build import build
+
+    from .test_derivs_loop import ROUTES_TOL, call
+
+    dyn = Dynamics(P.declare(load_model(name), names))
+    dyn.params.values = moved(dyn.model, 6)
+    loop = build(dyn.model, unit="derivatives-loop")[0]
+    assert loop.lib.fwd_dyn_derivs_loops == 1
+    dyn.params.bind(loop.ffi, loop.lib)
+    ref = Dynamics(folded(dyn.model))
+    worst = 0.0
+    for s in states(dyn.model, 4, 5):
+        a, b = call(dyn, loop, (s.q, s.qd, s.tau, s.fext, s.act)), ref.derivatives(s.q, s.qd, s.tau, s.fext, s.act)
+        worst = max(worst, *(float(np.max(np.abs(x - y))) / max(1.0, float(np.max(np.abs(y))))
+                             for x, y in zip(a, b) if y.size))
+    print(f"\n{name} {names}: the loop route with parameters against the folded model: {worst:.2e}")
+    assert worst <= ROUTES_TOL
+
+
+def test_dparams_past_the_limit_are_refused(tmp_path, monkeypatch):
+    """∂qdd/∂p whose straight-line function would pass the operation limit is not built: its outputs are NaN and
+    Dynamics.param_derivatives says why, while the other derivatives are there."""
+    from mechdyn.codegen import generate as gen
+
+    monkeypatch.setenv("MECHDYN_CACHE", str(tmp_path))
+    monkeypatch.setattr(gen, "STRAIGHT_MAX", 100)
+    dyn = Dynamics(P.declare(load_model("elbow"), ["upper_arm.mass"]))
+    s = next(iter(states(dyn.model, 1, 1)))
+    assert np.all(np.isfinite(dyn.derivatives(s.q, s.qd, s.tau).dq))
+    with pytest.raises(ValueError, match="fwd_dyn_dparams was not built"):
+        dyn.param_derivatives(s.q, s.qd, s.tau)
