@@ -27,7 +27,8 @@ from mechdyn.core import motion
 from mechdyn.core.loops import close_loops, project_qd, reach_fault
 from mechdyn.core.model import Model
 from mechdyn.core.motion import Motion
-from mechdyn.core.params import declare
+import mechdyn.contact.tires  # noqa: F401  (registers how a tire's parameters are read: core.params.TIRE_VALUE)
+from mechdyn.core.params import declare, read_by_c
 from mechdyn.imports import load_model
 from mechdyn.parameters import Parameters
 
@@ -397,6 +398,9 @@ class Dynamics:
         if not len(self._params):
             raise ValueError(f"model '{self.model.name}' declares no parameters: load it with params=[...] or a "
                              "'param NAME.FIELD' statement (docs/params.md)")
+        if not read_by_c(self.model):
+            raise ValueError(f"model '{self.model.name}': the generated dynamics read none of its parameters (the "
+                             "contact's and the tires' act through fext), so ∂qdd/∂p at a given fext is zero")
         lib = self.derivatives_lib
         if not lib.fwd_dyn_dparams_ops:
             raise ValueError(f"model '{self.model.name}': ∂qdd/∂p by the straight-line route would exceed its "

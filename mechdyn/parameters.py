@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+import mechdyn.contact.tires  # noqa: F401  (registers how a tire's parameters are read: core.params.TIRE_VALUE)
 from mechdyn.core import params as core
 
 _TOKENS = itertools.count(1)  # one per set of values ever bound: never reused, unlike an object's id
@@ -98,6 +99,8 @@ class Parameters:
         if getattr(_BOUND, "tokens", None) is None:
             _BOUND.tokens = {}
         if _BOUND.tokens.get(key) != self._token:
-            lib_set = lib.fwd_dyn_set_params if hasattr(lib, "fwd_dyn_set_params") else lib.fwd_dyn_derivs_set_params
-            lib_set(ffi.from_buffer("double[]", self._values))
+            setter = getattr(lib, "fwd_dyn_set_params", None) or getattr(lib, "fwd_dyn_derivs_set_params", None)
+            if setter is None:  # the generated C reads none of them: the contact reads them from the model
+                return
+            setter(ffi.from_buffer("double[]", self._values))
             _BOUND.tokens[key] = self._token

@@ -8,7 +8,7 @@ a body's frame, frames.slide moves it along its axis). A module without paramete
 from __future__ import annotations
 
 from mechdyn.core.model import Model
-from mechdyn.core.params import on, size
+from mechdyn.core.params import on, read_by_c, size
 
 from .capi import PARAM_FUNCTION
 from .expr import Builder, Sym, Val
@@ -84,16 +84,15 @@ _LINKAGE = '__attribute__((visibility("hidden"))) _Thread_local double'  # one p
 
 def extern(model: Model) -> str:
     """The parameter vector's declaration, for every part of a unit ("" without parameters)."""
-    n = size(model)
-    return f"extern {_LINKAGE} {P}[{n}];\n" if n else ""
+    return f"extern {_LINKAGE} {P}[{size(model)}];\n" if read_by_c(model) else ""
 
 
 def c_block(model: Model, prefix: str = "fwd_dyn") -> str:
     """The unit's parameter vector, NaN in every thread until set, and its setter ("" without parameters).
     `prefix` names the setter and the length: each unit (dynamics, derivatives) has its own."""
-    n = size(model)
-    if not n:
+    if not read_by_c(model):
         return ""
+    n = size(model)
     names = ", ".join(p.name for p in model.params)
     return (f"\n/* The declared parameters ({names}): this thread's values, NaN until {prefix}_set_params sets\n"
             f" * them, so that a call in a thread that never set them returns NaN, never the values of another. */\n"
@@ -105,7 +104,7 @@ def c_block(model: Model, prefix: str = "fwd_dyn") -> str:
 
 def cdef(model: Model, prefix: str = "fwd_dyn") -> str:
     """The declarations of c_block's constant and setter ("" without parameters)."""
-    if not model.params:
+    if not read_by_c(model):
         return ""
     return (f"const int {prefix}_nparam;  /* parameter slots: the length of set_params' p */\n"
             f"void {prefix}_set_params(const double *p);  /* this thread's parameter values, from p[nparam] */\n"

@@ -14,7 +14,7 @@ import numpy as np
 
 from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
-from mechdyn.core.params import neutral, size
+from mechdyn.core.params import neutral, read_by_c, size
 
 from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
                    DRIVEN_CDEF, FUNCTION, PARAM_FUNCTION)  # for build.py)
@@ -482,7 +482,7 @@ def dparam_function(model: Model, m: Model) -> str:
     the declared parameters, by the straight-line route, and fwd_dyn_dparams_ops, its operation count ("" for a
     model without parameters). Past STRAIGHT_MAX operations it is not built: its outputs are NaN and the count
     is 0, which Dynamics.param_derivatives refuses, saying why."""
-    if not model.params:
+    if not read_by_c(model):
         return ""
     try:
         b, blocks = derivatives_builder(m, budget=STRAIGHT_MAX, blocks=("dparam",))

@@ -6,6 +6,7 @@ estimate (GuessTruck80Par, GuessPassCar70Par).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mechdyn.core import params
 from mechdyn.core.errors import MechError
 from mechdyn.core.model import Model
 
@@ -305,9 +307,39 @@ def tire_params(name: str, body: int, data: str, contact: str, axis: np.ndarray)
     return _tmeasy(f, common) if template == "TMeasyTire" else _fiala(f, common)
 
 
+LAW_FIELDS = {TMEASY: ("r0", "width", "mu0", "rr", "dz", "d1", "d2", "r_bottom", "k_bottom", "pn", "pn_max"),
+              FIALA: ("r0", "width", "mu0", "rr", "dz", "kz", "cslip", "calpha", "umin", "umax")}
+
+
+def law_fields(tp: TireParams) -> tuple[str, ...]:
+    """The numbers tire.c reads of `tp`'s law (a Fiala tire's vertical table takes kz's place)."""
+    return tuple(f for f in LAW_FIELDS[tp.law] if not (f == "kz" and tp.table is not None))
+
+
 def model_tires(model: Model) -> tuple[TireParams, ...]:
-    """Every tire of `model`, its parameters read from its data file; the spin axis is its wheel's joint axis."""
-    return tuple(tire_params(t.name, t.body, t.data, t.contact, model.bodies[t.body].axis) for t in model.tires)
+    """Every tire of `model`, its parameters read from its data file, a declared parameter's value in place of
+    the file's (docs/params.md); the spin axis is its wheel's joint axis."""
+    out = []
+    for t in model.tires:
+        tp = tire_params(t.name, t.body, t.data, t.contact, model.bodies[t.body].axis)
+        unread = [f for f, _ in t.given if f not in law_fields(tp)]
+        if unread:  # a value the law would ignore: refused, never a run that silently lacks it
+            raise ValueError(f"tire '{t.name}': its law reads {', '.join(law_fields(tp))}, not {unread[0]}")
+        out.append(dataclasses.replace(tp, **dict(t.given)))
+    return tuple(out)
+
+
+def _file_value(model: Model, i: int, field: str) -> float:
+    t = model.tires[i]
+    return float(getattr(tire_params(t.name, t.body, t.data, t.contact, model.bodies[t.body].axis), field))
+
+
+def _used(model: Model, i: int) -> tuple[str, ...]:
+    t = model.tires[i]
+    return law_fields(tire_params(t.name, t.body, t.data, t.contact, model.bodies[t.body].axis))
+
+
+params.TIRE_VALUE.update(read=_file_value, fields=_used)  # the core's parameters read tires through these
 
 
 def check_reach(model: Model, tires: tuple[TireParams, ...], terrain) -> None:

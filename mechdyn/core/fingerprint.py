@@ -63,6 +63,9 @@ def fingerprint(model: Model, values: bool = True) -> str:
     the C reads it at run time; with them, the content, as the harness keys what it computed on a model."""
     from .params import neutral  # here: params imports the model, as this module does
 
+    if not values:  # a tire's parameters stay out with the tires (the generated C never reads them)
+        model = neutral(model)
+        model = dataclasses.replace(model, params=tuple(p for p in model.params if p.kind != "tire"))
     h = hashlib.sha256()
-    _feed(h, model if values else neutral(model), "model")
+    _feed(h, model, "model")
     return h.hexdigest()

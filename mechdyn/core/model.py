@@ -258,6 +258,7 @@ class Tire:
     contact: str  # "single" or "four": Chrono's one- or four-point disc contact
     line: int
     data_line: int = 0  # line of the `data` key, for messages
+    given: tuple[tuple[str, float], ...] = ()  # declared parameters' values, in place of the data file's
 
 
 @dataclass(frozen=True)

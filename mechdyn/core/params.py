@@ -15,7 +15,7 @@ frames, offsets, points) stays folded: it decides the code's structure and the c
 from __future__ import annotations
 
 import dataclasses as dc
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -31,6 +31,11 @@ ELEMENT_FIELDS = {"tsda": {"k": (1, "stiffness", "N/m"), "c": (1, "damping", "N 
 # their values leave the cache key (a new ground stiffness no longer recompiles)
 CONTACT_FIELDS = {"kn": (1, "normal stiffness", "N/m"), "kt": (1, "tangential stiffness", "N/m"),
                   "mu": (1, "friction coefficient", "")}
+# a tire's numbers (mechdyn/contact/tires.py's TireParams), read from its data file by the contact, which
+# registers TIRE_VALUE; declared, the value given replaces the file's (the law must use the number)
+TIRE_FIELDS = ("r0", "width", "mu0", "rr", "dz", "d1", "d2", "r_bottom", "k_bottom", "pn", "pn_max", "kz", "cslip",
+               "calpha", "umin", "umax")
+TIRE_VALUE: dict[str, Callable[[Model, int, str], float]] = {}  # "read": (model, tire, field) -> the file's value
 # what may not be a parameter, and why (a declaration naming one is refused with this)
 FOLDED = {"axis": "a joint axis decides which products the code keeps",
           "joint": "a joint's kind decides the code's structure",
@@ -70,6 +75,13 @@ def _target(model: Model, name: str) -> tuple[str, int, str, int]:
     elements = {"tsda": {e.name: i for i, e in enumerate(model.tsdas)},
                 "rsda": {e.name: i for i, e in enumerate(model.rsdas)}}
     tracks = {t.name: i for i, t in enumerate(model.tracks)}
+    tires = {t.name: i for i, t in enumerate(model.tires)}
+    if owner in tires:
+        used = TIRE_VALUE["fields"](model, tires[owner]) if "fields" in TIRE_VALUE else TIRE_FIELDS
+        if field not in used:
+            raise ParamError(f"parameter '{name}': the law of tire '{owner}' reads {', '.join(used)}, not {field} "
+                             "(docs/tires.md)")
+        return "tire", tires[owner], field, 1
     if owner == "ground" and model.ground is not None or owner in tracks:
         kind, index = ("ground", 0) if owner == "ground" else ("track", tracks[owner])
         if field not in CONTACT_FIELDS:
@@ -84,7 +96,7 @@ def _target(model: Model, name: str) -> tuple[str, int, str, int]:
         kind = "tsda" if owner in elements["tsda"] else "rsda"
         index, fields = elements[kind][owner], ELEMENT_FIELDS[kind]
     else:
-        raise ParamError(f"parameter '{name}': no body, tsda, rsda, track or ground is named '{owner}'")
+        raise ParamError(f"parameter '{name}': no body, tsda, rsda, track, tire or ground is named '{owner}'")
     if field in FOLDED:
         raise ParamError(f"parameter '{name}': the {field} cannot be a parameter: {FOLDED[field]}")
     if field not in fields:
@@ -130,7 +142,14 @@ def _owner(model: Model, p: Param):
 
 
 def _read(model: Model, p: Param) -> np.ndarray:
-    """p's numbers as the model holds them."""
+    """p's numbers as the model holds them (a tire's: the value given, or its data file's)."""
+    if p.kind == "tire":
+        given = dict(model.tires[p.index].given)
+        if p.field in given:
+            return np.array([given[p.field]])
+        if "read" not in TIRE_VALUE:
+            raise ParamError(f"parameter '{p.name}': a tire's values are read by mechdyn.contact, not imported")
+        return np.array([TIRE_VALUE["read"](model, p.index, p.field)])
     x = getattr(_owner(model, p), p.field)
     if p.field == "inertia":
         return np.array([x[i][j] for i, j in _INERTIA_SLOTS], dtype=float)
@@ -160,7 +179,17 @@ def declarable(model: Model) -> list[str]:
     out += [f"{t.name}.{f}" for t in model.tracks for f in CONTACT_FIELDS if getattr(t, f) is not None]
     if model.ground is not None:
         out += [f"ground.{f}" for f in CONTACT_FIELDS if getattr(model.ground, f) is not None]
+    used = TIRE_VALUE.get("fields")
+    out += [f"{t.name}.{f}" for i, t in enumerate(model.tires) for f in (used(model, i) if used else TIRE_FIELDS)]
     return out
+
+
+READ_BY_C = ("body", "tsda", "rsda")  # the kinds the generated C reads; the others the contact's C, from the model
+
+
+def read_by_c(model: Model) -> bool:
+    """Whether the generated C reads any of the model's declared parameters (then it holds the vector)."""
+    return any(p.kind in READ_BY_C for p in model.params)
 
 
 def size(model: Model) -> int:
@@ -184,6 +213,11 @@ def labels(model: Model) -> list[str]:
 
 
 def _replace_field(model: Model, p: Param, value) -> Model:
+    if p.kind == "tire":
+        tires = list(model.tires)
+        given = {**dict(tires[p.index].given), p.field: float(value)}
+        tires[p.index] = dc.replace(tires[p.index], given=tuple(sorted(given.items())))
+        return dc.replace(model, tires=tuple(tires))
     if p.kind == "ground":
         return dc.replace(model, ground=dc.replace(model.ground, **{p.field: value}))
     kind = _FIELD_OF[p.kind]
@@ -224,6 +258,10 @@ def check(p: Param, v: np.ndarray) -> str | None:
         return "expected a contact stiffness > 0"
     if p.field == "mu" and not v[0] >= 0:
         return "expected a friction coefficient >= 0"
+    if p.kind == "tire" and not v[0] > 0 and p.field not in ("rr", "d2", "k_bottom", "r_bottom"):
+        return f"expected a tire's {p.field} > 0"
+    if p.kind == "tire" and not v[0] >= 0:
+        return f"expected a tire's {p.field} >= 0"
     if p.field == "l0" and not v[0] >= 0:
         return "expected a free length >= 0"
     if p.field == "inertia":
@@ -238,9 +276,11 @@ def check(p: Param, v: np.ndarray) -> str | None:
 
 
 def neutral(model: Model) -> Model:
-    """`model` with every declared parameter's numbers NaN: what the generator and the cache key see."""
+    """`model` with every declared parameter's numbers NaN: what the generator and the cache key see (a tire's
+    are neither's: the tires never reach the C)."""
     for p in model.params:
-        model = _replace_field(model, p, _written(p, np.full(p.size, np.nan)))
+        if p.kind != "tire":
+            model = _replace_field(model, p, _written(p, np.full(p.size, np.nan)))
     return model
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses as dc
 import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,7 +201,7 @@ def test_planted_shift_is_caught(tmp_path, monkeypatch):
     ("param upper_arm.axis", "the axis cannot be a parameter: a joint axis decides"),
     ("param upper_arm.rpy", "the rpy cannot be a parameter"),
     ("param upper_arm.masss", "a body has no parameter 'masss'; expected one of mass, cg, inertia"),
-    ("param nobody.mass", "no body, tsda, rsda, track or ground is named 'nobody'"),
+    ("param nobody.mass", "no body, tsda, rsda, track, tire or ground is named 'nobody'"),
     ("param mass", "expected NAME.FIELD"),
     ("param upper_arm.mass\nparam upper_arm.mass", "duplicate param name 'upper_arm.mass'"),
 ])
@@ -229,7 +230,7 @@ def test_bad_values_are_refused(name, value, says):
 
 
 def test_massless_and_unknown_names_are_refused_from_python():
-    with pytest.raises(P.ParamError, match="no body, tsda, rsda, track or ground is named .arm."):
+    with pytest.raises(P.ParamError, match="no body, tsda, rsda, track, tire or ground is named .arm."):
         mechdyn.load("elbow", params=["arm.mass"])
     dyn = mechdyn.load("elbow", params=["upper_arm.mass"])
     with pytest.raises(KeyError, match="declared: upper_arm.mass"):
@@ -357,7 +358,7 @@ def test_joint_offset_declarations_refused():
 def test_contact_declarations_refused():
     with pytest.raises(P.ParamError, match="a ground's parameters are kn, kt, mu"):
         P.declare(load_model("track_min"), ["ground.terrain"])
-    with pytest.raises(P.ParamError, match="no body, tsda, rsda, track or ground is named 'ground'"):
+    with pytest.raises(P.ParamError, match="no body, tsda, rsda, track, tire or ground is named 'ground'"):
         P.declare(load_model("elbow"), ["ground.kn"])
 
 
@@ -399,3 +400,27 @@ def test_dparams_past_the_limit_are_refused(tmp_path, monkeypatch):
     assert np.all(np.isfinite(dyn.derivatives(s.q, s.qd, s.tau).dq))
     with pytest.raises(ValueError, match="fwd_dyn_dparams was not built"):
         dyn.param_derivatives(s.q, s.qd, s.tau)
+
+
+def test_tire_parameters_match_an_edited_data_file(tmp_path):
+    """A tire's mu0, rr and width declared and set give the run of the model whose tire reads a copy of its data
+    file with those numbers written in, bit for bit; the generated C is the undeclared model's (one module)."""
+    import dataclasses as dc_
+
+    from mechdyn.sim.contact import ContactSim
+
+    model = load_model("hmmwv_road")
+    dyn = Dynamics(P.declare(model, ["tire_FL.mu0", "tire_FL.rr", "tire_FL.width"]))
+    dyn.params.values = [0.65, 0.02, 0.33]
+    tire = model.tires[0]
+    text = Path(tire.data).read_text().replace('"Coefficient of Friction": 0.8', '"Coefficient of Friction": 0.65')
+    text = text.replace('"Rolling Resistance Coefficient": 0.015', '"Rolling Resistance Coefficient": 0.02')
+    text = text.replace('"Width [m]": 0.3175', '"Width [m]": 0.33')
+    (tmp_path / "tire.json").write_text(text)
+    edited = Dynamics(dc_.replace(model, tires=(dc_.replace(tire, data=str(tmp_path / "tire.json")),
+                                                *model.tires[1:])))
+    assert dyn.library == edited.library == Dynamics(model).library
+    runs = [ContactSim(d).run(d.model.q0(), np.zeros(d.nv), 0.1, 5e-4) for d in (dyn, edited, Dynamics(model))]
+    assert np.array_equal(runs[0].q, runs[1].q) and not np.array_equal(runs[0].q, runs[2].q)
+    with pytest.raises(P.ParamError, match="the law of tire 'tire_FL' reads .*, not kz"):
+        P.declare(model, ["tire_FL.kz"])
