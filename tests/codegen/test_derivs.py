@@ -401,8 +401,8 @@ def test_planted_floating_translation_seeded_in_base_axes_is_caught(fresh_cache,
     (the other blocks do not read the seed)."""
     real = derivs_module.seeds
 
-    def seeds(b, model):
-        out = real(b, model)
+    def seeds(b, model, params=False):
+        out = real(b, model, params)
         for bd, qi, vi in zip(model.bodies, model.qidx, model.vidx):
             if bd.joint == "floating":
                 for k in range(3):
