@@ -27,7 +27,6 @@ from mechdyn.core import motion
 from mechdyn.core.loops import close_loops, project_qd, reach_fault
 from mechdyn.core.model import Model
 from mechdyn.core.motion import Motion
-import mechdyn.contact.tires  # noqa: F401  (registers how a tire's parameters are read: core.params.TIRE_VALUE)
 from mechdyn.core.params import declare, read_by_c
 from mechdyn.imports import load_model
 from mechdyn.parameters import Parameters

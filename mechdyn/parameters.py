@@ -31,6 +31,7 @@ class Parameters:
         self._dyn = dyn
         self._values = core.values(dyn.model)
         self._token = next(_TOKENS)
+        self._in_c = core.read_by_c(dyn.model)  # otherwise binding has nothing to set: every call returns at once
 
     @property
     def names(self) -> list[str]:
@@ -93,14 +94,12 @@ class Parameters:
     def bind(self, ffi, lib) -> None:
         """Set these values in the calling thread's copy of `lib`'s (a module of this model, `ffi` its FFI),
         unless they are there already."""
-        if not len(self):
+        if not self._in_c:
             return
         key = id(lib)
         if getattr(_BOUND, "tokens", None) is None:
             _BOUND.tokens = {}
         if _BOUND.tokens.get(key) != self._token:
-            setter = getattr(lib, "fwd_dyn_set_params", None) or getattr(lib, "fwd_dyn_derivs_set_params", None)
-            if setter is None:  # the generated C reads none of them: the contact reads them from the model
-                return
+            setter = getattr(lib, "fwd_dyn_set_params", None) or lib.fwd_dyn_derivs_set_params
             setter(ffi.from_buffer("double[]", self._values))
             _BOUND.tokens[key] = self._token

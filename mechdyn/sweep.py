@@ -214,9 +214,9 @@ def write(rows: list[dict], table: Path) -> None:
         os.replace(tmp, table)
 
 
-def pending(points: list[Point], table: Path) -> tuple[list[dict], list[Point]]:
-    """The rows already in the table, and the points it lacks (matched by number; a table whose values for a
-    number differ from this sweep's is refused: it is another sweep's)."""
+def pending(job: Job, points: list[Point], table: Path) -> tuple[list[dict], list[Point]]:
+    """The rows already in the table, and the points it lacks (matched by number; a table whose values or seed
+    for a number differ from this sweep's is refused: it is another sweep's)."""
     done = read(table)
     if done.empty:
         return [], points
@@ -224,9 +224,10 @@ def pending(points: list[Point], table: Path) -> tuple[list[dict], list[Point]]:
     have = {int(r["point"]): r for r in rows}
     for p in points:
         r = have.get(p.index)
-        if r is not None and int(r.get("seed", 0)) != p.seed:
-            raise ValueError(f"{table}: point {p.index} has seed {r['seed']} there, {p.seed} in this sweep: the "
-                             "table is another sweep's; give another --out")
+        there = None if r is None else (tuple(float(r.get(n, math.nan)) for n in job.names), int(r.get("seed", 0)))
+        if there is not None and there != (p.values, p.seed):
+            raise ValueError(f"{table}: point {p.index} is {there} there (values of {', '.join(job.names)}, seed), "
+                             f"{(p.values, p.seed)} in this sweep: the table is another sweep's; give another --out")
     return rows, [p for p in points if p.index not in have]
 
 
@@ -242,7 +243,7 @@ def run(job: Job, points: list[Point], table: Path, workers: int | None = None, 
     reached); `workers=0` runs them in this process, one after another. Returns the whole table as a DataFrame."""
     from tqdm import tqdm
 
-    rows, todo = pending(points, table)
+    rows, todo = pending(job, points, table)
     with _rows(job, todo, workers, scheduler) as arriving:
         bar = tqdm(total=len(points), initial=len(points) - len(todo), desc=f"sweep {job.spec}", unit="point",
                    disable=None if progress else True)

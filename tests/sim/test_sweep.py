@@ -133,6 +133,8 @@ def test_another_sweeps_table_is_refused(tmp_path):
     sweep.run(JOB, POINTS[:1], table, workers=0)
     with pytest.raises(ValueError, match="another sweep's"):
         sweep.run(JOB, [sweep.Point(0, POINTS[0].values, seed=7)], table, workers=0)
+    with pytest.raises(ValueError, match="another sweep's"):
+        sweep.run(JOB, [sweep.Point(0, (1.0, 2.0))], table, workers=0)
 
 
 def test_empty_grid_is_refused():
