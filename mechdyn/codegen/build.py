@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import cffi
-from tqdm import tqdm
 
 from mechdyn.core.fingerprint import PROVENANCE_FIELDS, fingerprint  # noqa: F401  (PROVENANCE_FIELDS: re-exported)
 from mechdyn.core.model import Model
@@ -36,7 +36,10 @@ from . import cache as _cache
 from . import declared
 from .cache import BuildError, cache_dir, checksum_path  # noqa: F401  (re-exported: the build's public names)
 from .flags import DEFAULT_CFLAGS, compiler, compiler_identity  # noqa: F401  (re-exported)
-from .generate import CDEF, DERIV_CDEF, DRIVEN_CDEF, GENERATOR_VERSION, Generated, derivatives_unit, generate
+from .capi import CDEF, DERIV_CDEF, DRIVEN_CDEF, GENERATOR_VERSION
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 # a model's translation units: the derivatives are compiled apart, when asked for, by the cheaper route or by the
 # route named (derivatives-straight, derivatives-loop: the tests' second route)
@@ -44,12 +47,25 @@ UNITS = ("dynamics", "derivatives", "derivatives-straight", "derivatives-loop")
 
 
 def _unit(unit: str) -> tuple:
-    """(its generator, its cffi declarations, the module name's tag) of a translation unit (looked up at the call,
-    so the seam tests' replaced generate is the one used)."""
+    """(its generator, its cffi declarations) of a translation unit (looked up at the call, so the seam tests'
+    replaced generate is the one used). The generator is imported here, on a cache miss: a warm load never
+    needs it."""
+    from . import generate as gen
+
     if unit.startswith("derivatives"):
-        route = unit.partition("-")[2] or None
-        return (lambda m: derivatives_unit(m, route)), DERIV_CDEF, "_derivs" + (f"_{route}" if route else "")
-    return generate, CDEF, ""
+        route = _route(unit)
+        return (lambda m: gen.derivatives_unit(m, route)), DERIV_CDEF
+    return gen.generate, CDEF
+
+
+def _route(unit: str) -> str | None:
+    """The derivatives route a unit names (None: the cheaper one)."""
+    return unit.partition("-")[2] or None
+
+
+def _tag(unit: str) -> str:
+    """A unit's part of its module's name."""
+    return "" if not unit.startswith("derivatives") else "_derivs" + (f"_{_route(unit)}" if _route(unit) else "")
 
 
 @cache
@@ -81,7 +97,7 @@ def cache_key(model: Model, cflags: Sequence[str] | None = None) -> str:
 
 def module_name(model: Model, cflags: Sequence[str] | None = None, unit: str = "dynamics") -> str:
     safe = "".join(ch if ch.isalnum() else "_" for ch in model.name)
-    return f"_mechdyn_{safe}{_unit(unit)[2]}_{cache_key(model, cflags)}"
+    return f"_mechdyn_{safe}{_tag(unit)}_{cache_key(model, cflags)}"
 
 
 def module_path(model: Model, cflags: Sequence[str] | None = None, unit: str = "dynamics") -> Path:
@@ -141,13 +157,15 @@ def _rebuild(model: Model, name: str, dest: Path, flags: list[str], progress: bo
              unit: str = "dynamics") -> None:
     """Compile `model`'s `unit` into the cache at dest unless, once its lock is held, a valid module is there (and
     importing it has not `failed`)."""
-    emit, cdef, _ = _unit(unit)
+    emit, cdef = _unit(unit)
     if unit == "dynamics" and model.drivers:
         cdef += DRIVEN_CDEF
     cdef += declared.cdef(model, "fwd_dyn" if unit == "dynamics" else "fwd_dyn_derivs")
     what = f"model '{model.name}'" + ("" if unit == "dynamics" else f" ({unit})")
 
     def make(tmp: Path) -> Path:
+        from tqdm import tqdm
+
         # the stage and its elapsed time only: the two stages' lengths differ from model to model, so no ETA
         with tqdm(total=2, desc=f"{model.name}: generating C", bar_format="{desc} ({elapsed})", leave=False,
                   disable=None if progress else True) as bar:
@@ -202,6 +220,8 @@ def build_source(tag: str, cdef: str, source: str) -> ModuleType:
     dest = _module_file(name)
     if _cache.defect(dest, name) is not None:
         def make(tmp: Path) -> Path:
+            from tqdm import tqdm
+
             with tqdm(disable=True) as bar:
                 return compile_module(f"the {tag} module", source, cdef, name, tmp, dest.name, flags, bar)
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from tqdm import tqdm
 
 from .flags import compiler_identity
 
@@ -139,6 +138,8 @@ def compiled(tag: str, source: str, suffix: str, cmd: Sequence[str], args: Seque
     name = f"mechdyn_{tag}_{key}"
 
     def make(tmp: Path) -> Path:
+        from tqdm import tqdm  # here: a warm cache never shows a bar
+
         src, out = tmp / f"{tag}{suffix}", tmp / tag
         src.write_text(source)
         full = [*cmd, str(src), "-o", str(out), *args]

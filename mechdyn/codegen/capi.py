@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+GENERATOR_VERSION = "14"  # bump whenever the emitted code changes for the same model
+
 
 @dataclass(frozen=True)
 class Function:

@@ -16,7 +16,7 @@ from mechdyn.core.fingerprint import fingerprint
 from mechdyn.core.model import Model
 from mechdyn.core.params import neutral, read_by_c, size
 
-from .capi import (BODY_ROW, CDEF, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
+from .capi import (BODY_ROW, CDEF, GENERATOR_VERSION, CONSTANT, DERIV_CDEF, DERIV_CONSTANT, DERIV_FUNCTION,  # noqa: F401  (CDEFs: re-exported
                    DRIVEN_CDEF, FUNCTION, PARAM_FUNCTION)  # for build.py)
 from .aba import apply_Hinv, loop_solve
 from .elements import tsda_state
@@ -32,7 +32,6 @@ from .sspatial import mm, mtv
 from .trig import SINCOS_C, VECTOR_TYPES
 from .trig import batch as sincos_batch
 
-GENERATOR_VERSION = "14"  # bump whenever the emitted code changes for the same model
 
 
 @dataclass(frozen=True)

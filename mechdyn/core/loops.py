@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.linalg
 
 from .integrate import integrate, retract
 from .kinematics import Kinematics, forward_kinematics, point_state
@@ -95,6 +94,12 @@ def closure(model: Model, q: np.ndarray, kin: Kinematics | None = None) -> tuple
     return np.array(phi), np.array(K).reshape(len(phi), model.nv)
 
 
+def _lstsq(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The minimum-norm least-squares x of A x = b, singular values below 1e-12 of the largest dropped (LAPACK's
+    gelsd, as scipy.linalg.lstsq calls it; numpy's, so loading a loop model never imports scipy)."""
+    return np.linalg.lstsq(A, b, rcond=1e-12)[0]
+
+
 class AssemblyError(ValueError):
     """The loops cannot be closed from the given configuration."""
 
@@ -112,7 +117,7 @@ def project_q(model: Model, q: np.ndarray, tol: float = 1e-12, maxit: int = 50) 
             lp = loop_of_row(model, int(np.argmax(bad)))
             raise AssemblyError(f"loop '{lp.name}' (line {lp.line}) does not close: the Gauss-Newton iteration "
                                 "diverged to non-finite residuals")
-        dv = scipy.linalg.lstsq(K, -phi, cond=1e-12)[0]
+        dv = _lstsq(K, -phi)
         q = integrate(model, q, dv, 1.0)  # the quaternion tangent map, via the integration rule
     phi, _ = closure(model, q)
     worst = int(np.argmax(np.abs(phi)))
@@ -137,7 +142,7 @@ def close_loops(model: Model, q: np.ndarray, held: Sequence[int] = (), tol: floa
         if not (np.isfinite(phi).all() and np.isfinite(K).all()):
             break
         step = np.zeros(model.nv)
-        step[free] = scipy.linalg.lstsq(K[:, free], -phi, cond=1e-12)[0]
+        step[free] = _lstsq(K[:, free], -phi)
         for _ in range(20):
             trial = retract(model, q, step)
             if np.max(np.abs(closure(model, trial)[0])) < np.max(np.abs(phi)):
@@ -159,7 +164,7 @@ def project_qd(model: Model, q: np.ndarray, qd: np.ndarray, held: Sequence[int] 
         return qd
     free = np.setdiff1d(np.arange(model.nv), held)
     Kf = K[:, free]
-    qd[free] -= Kf.T @ scipy.linalg.lstsq(Kf @ Kf.T, K @ qd, cond=1e-12)[0]
+    qd[free] -= Kf.T @ _lstsq(Kf @ Kf.T, K @ qd)
     return qd
 
 

@@ -5,7 +5,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from .integrate import integrate
 from .loops import AssemblyError, closure, project_q, project_qd
@@ -74,6 +73,8 @@ def manifold_states(model: Model, rng: np.random.Generator, n: int, step: float 
     closed). Fully random q would tear the loops open by meters, where
     A = K H⁻¹ Kᵀ is arbitrarily ill-conditioned.
     """
+    import scipy.linalg  # here: a tree model's states never need it
+
     q = model.q0()
     for _ in range(n):
         h = step

@@ -97,6 +97,14 @@ def rpy_to_R(rpy: np.ndarray) -> np.ndarray:
     return turn(rotz, rpy[2]) @ turn(roty, rpy[1]) @ turn(rotx, rpy[0])
 
 
+def R_to_rpy(R: np.ndarray) -> np.ndarray:
+    """rpy_to_R's inverse on rotations R (..., 3, 3): (..., 3) roll, pitch, yaw in rad with pitch in [-π/2, π/2]."""
+    roll = np.arctan2(R[..., 2, 1], R[..., 2, 2])
+    pitch = np.arcsin(np.clip(-R[..., 2, 0], -1.0, 1.0)) + 0.0  # + 0.0: a zero entry reads +0, not −0
+    yaw = np.arctan2(R[..., 1, 0], R[..., 0, 0])
+    return np.stack([roll, pitch, yaw], -1)
+
+
 def signed_permutation(R: np.ndarray, tol: float = QUARTER_SNAP) -> np.ndarray:
     """R, or the signed permutation matrix (a rotation by quarter turns) it is within tol of, entry by entry."""
     P = np.round(R)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
 import numpy as np
-import scipy.optimize
 
 from .errors import MechError, MechWarning, capped
 from .kinematics import Kinematics, forward_kinematics
@@ -164,6 +164,13 @@ def belt_path(circles: list[tuple[float, float, float]]) -> Belt:
     raise BeltError("the belt walk did not return to its start; expected rollers whose circles form a convex hull")
 
 
+def _root(f: Callable[[float], float], lo: float, hi: float) -> float:
+    """f's root in [lo, hi] (a sign change there) to round-off, by Brent's method."""
+    from scipy.optimize import brentq  # here: only a band's layout needs it, and scipy is a large import
+
+    return brentq(f, lo, hi, xtol=1e-15, rtol=1e-15)
+
+
 def _step(belt: Belt, s: float, link: float) -> float:
     """The arc length past s at which the path is `link` away from its point at s, in a straight line.
 
@@ -176,7 +183,7 @@ def _step(belt: Belt, s: float, link: float) -> float:
         return lo
     if not gap(hi) > 0:
         raise BeltError(f"a link of {link:.6g} m spans more than half the belt; expected more shoes")
-    return scipy.optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=1e-15)
+    return _root(gap, lo, hi)
 
 
 def lay_pins(circles: list[tuple[float, float, float]], n: int) -> tuple[list[np.ndarray], float, float]:
@@ -201,8 +208,7 @@ def lay_pins(circles: list[tuple[float, float, float]], n: int) -> tuple[list[np
     hi = link
     while overshoot(hi)[0] > 0:
         hi *= 2
-    e = 0.0 if overshoot(0.0)[0] <= 0 else scipy.optimize.brentq(lambda x: overshoot(x)[0], 0.0, hi, xtol=1e-15,
-                                                                  rtol=1e-15)
+    e = 0.0 if overshoot(0.0)[0] <= 0 else _root(lambda x: overshoot(x)[0], 0.0, hi)
     belt = belt_path([(x, z, r + e) for x, z, r in circles])
     return [belt.point(u) for u in overshoot(e)[1][:n]], link, e
 

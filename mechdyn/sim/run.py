@@ -5,7 +5,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from tqdm import tqdm
 
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.sample import states
@@ -159,6 +158,8 @@ def _records(dyn: Dynamics, q: np.ndarray, qd: np.ndarray, nrec: int) -> tuple[n
 def _chunked(dyn: Dynamics, nsteps: int, stride: int, progress: bool, advance: Callable[[int, int], int]) -> int:
     """advance(done, n) on chunks of whole strides (so a progress bar can follow a long run) until nsteps are done
     or a chunk completes fewer than its n; the steps completed."""
+    from tqdm import tqdm  # here: `mechdyn` commands that never step import this module for its limits
+
     chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
     done = 0
     with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,

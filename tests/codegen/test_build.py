@@ -35,7 +35,7 @@ def test_concurrent_builders_share_one_cache(fresh_cache):
 def test_compile_error_shows_the_compiler_message(fresh_cache, monkeypatch):
     import mechdyn.codegen.generate as gen
     real = gen.generate
-    monkeypatch.setattr(build, "generate", lambda m: gen.Generated(m, real(m).source + "\nthis is not C;\n", real(m).ops, 0, real(m).route))
+    monkeypatch.setattr(gen, "generate", lambda m: gen.Generated(m, real(m).source + "\nthis is not C;\n", real(m).ops, 0, real(m).route))
     with pytest.raises(build.BuildError, match="error"):
         mechdyn.load("gantry")
 
