@@ -24,18 +24,21 @@ import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy.spatial.transform import Rotation
 
 from mechdyn.sweepcli import add_sweep_parser
 from mechdyn.cliutil import (EXIT_FAIL, EXIT_PASS, MAX_STEPS, InputError, Parser, add_model_argument, atomic_write,
                              float_range, int_range, model_of, output_dir, output_file, positive_float, run, seed,
-                             sim_steps, slope_degrees)
+                             sim_steps, slope_degrees, table)
 from mechdyn.core.errors import clip
 from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import BASE, Model
+from mechdyn.core.spatial import R_to_rpy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _IMPORTED = time.perf_counter()  # the fallback origin of the whole command's wall time
 
@@ -86,14 +89,13 @@ def describe(model: Model) -> str:
         R, a = frames[i]
         rows["axis (base)"].append("" if t or b.joint == "floating" else " ".join(f"{x:+.4f}" for x in a))
         rows["frame rpy (base, deg)"].append(
-            "" if t else " ".join(f"{math.degrees(x):+.2f}" for x in Rotation.from_matrix(R).as_euler("xyz")))
+            "" if t else " ".join(f"{math.degrees(x):+.2f}" for x in R_to_rpy(R)))
         rows["q"].append(span(i, last, model.qidx, [x.nq for x in model.bodies]))
         rows["v"].append(span(i, last, model.vidx, [x.nv for x in model.bodies]))
-        rows["mass"].append(f"{t.shoes} x {b.mass:g}" if t else b.mass)
+        rows["mass"].append(f"{t.shoes} x {b.mass:g}" if t else f"{b.mass:g}")
         rows["fext"].append("yes" if b.fext else "")
         i = last + 1
-    bodies = pd.DataFrame(rows)
-    lines.append(bodies.to_string(index=False))
+    lines.append(table([dict(zip(rows, r)) for r in zip(*rows.values())]))
     sections = [
         ("loops", [f"{lp.name}: {lp.joint} {_body_name(model, lp.pred)} -> {_body_name(model, lp.succ)} (nc {lp.nc})"
                    for lp in model.loops]),
@@ -489,11 +491,13 @@ def cmd_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from mechdyn.dynamics import Dynamics
-    from mechdyn.sim.run import initial_state
-    from mechdyn.sim.energy import energy_balance
+    from mechdyn.sim.energy import energy_balance, mechanics
+    from mechdyn.sim.energy import module as mechanics_module
     from mechdyn.sim.implicit import NewtonFailed
-    from mechdyn.sim.run import SimulationDiverged, simulate
-    from mechdyn.sim.trace import write_trace
+    from mechdyn.sim.run import SimulationDiverged, initial_state, simulate
+
+    if args.trace:  # the CSV writer's imports (pyarrow) belong to the start-up, as every other import does
+        from mechdyn.sim.trace import write_trace
 
     t_start = time.perf_counter()
     startup = _process_seconds()  # interpreter, imports and argument parsing, before this command's own work
@@ -524,6 +528,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
     else:
         q0, qd0 = initial_state(dyn, args.seed)
     stride = args.stride or max(1, nsteps // 2000)  # about 2000 rows, whatever dt is
+    mechanics_module()  # the compiled modules are loaded with the model's, not in the stepping or post-processing
     if implicit is not None:  # the stepper's and the iteration matrix's modules built here, not in the stepping time
         from mechdyn.sim.implicit import module
 
@@ -539,8 +544,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"sim: {e}; nothing written", file=sys.stderr)
         return EXIT_FAIL
     t_step = time.perf_counter()
+    mech = mechanics(model, tr.q, tr.qd)
     with np.errstate(over="ignore", invalid="ignore"):  # a non-finite balance is reported below, once
-        E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated, progress=True)
+        E, B = energy_balance(model, tr.t, tr.q, tr.qd, tr.dissipated, mech=mech)
         if tr.work_driver is not None:  # a driven model: what the drivers put in is not a drift
             B = B - tr.work_driver
     bad = np.flatnonzero(~np.isfinite(B))
@@ -549,14 +555,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"sim: {model.name}: the energy is not finite at step {k} (t = {k * args.dt:.6g} s), though the state "
               "is (a mass, inertia or stiffness too large for double precision?); nothing written", file=sys.stderr)
         return EXIT_FAIL
-    closure = None
-    if model.loops:
-        from mechdyn.core.loops import closure as phi_of
-
-        from tqdm import tqdm
-
-        rows = tqdm(tr.q, desc=f"closure {model.name}", unit="row", leave=False, disable=None)
-        closure = np.array([np.abs(phi_of(model, q)[0]).max() for q in rows])
+    closure = np.abs(mech.closure).max(axis=1) if model.loops else None
     if args.trace:
         write_trace(Path(args.trace), model, tr.t, tr.q, tr.qd, E, tr.dissipated, closure,
                     {"scheme": args.scheme, "dt": f"{args.dt:g}", "stride": str(stride), "steps": str(nsteps)})
@@ -618,6 +617,8 @@ def _implicit_options(args: argparse.Namespace):
 
 
 def _first_non_number(column: pd.Series) -> str:
+    import pandas as pd
+
     return column[pd.to_numeric(column, errors="coerce").isna() & column.notna()].iloc[0]
 
 
@@ -637,6 +638,8 @@ def _times(text: str) -> list[float]:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Plot a trace file's time histories (and a contact trace's side view)."""
+    import pandas as pd
+
     from mechdyn.sim.plot import PlotRequestError, plot_trace
     from mechdyn.sim.trace import read_trace
 
@@ -731,7 +734,7 @@ def cmd_modes(args: argparse.Namespace) -> int:
                      "zeta": "-" if md.rigid[i] else f"{md.damping[i]:.4g}" if abs(md.damping[i]) >= 1e-9 else "0", "kind": kind,
                      "dominant coordinates": dominant})
     if rows:
-        print(pd.DataFrame(rows).to_string(index=False))
+        print(table(rows))
     else:
         print("no free coordinates: nothing moves")
     unstable = int(np.count_nonzero(md.unstable))
@@ -830,8 +833,6 @@ def cmd_rig(args: argparse.Namespace) -> int:
     """A shaker-rig run (mechdyn/sim/rig.py): the model from its static equilibrium on the posts, shaken by one
     input; prints the ride figures, writes the pictures (and the records as CSV). A sweep is measured against the
     linear H(jω) too. Exit 1 if the state goes non-finite."""
-    import numpy as np
-
     from mechdyn.dynamics import Dynamics
     from mechdyn.sim import rig
     from mechdyn.sim.run import SimulationDiverged
@@ -864,8 +865,7 @@ def cmd_rig(args: argparse.Namespace) -> int:
           f"({1e6 * rr.seconds / max(nsteps, 1):.3g} us a step, real-time factor {T / rr.seconds:.3g}), "
           f"records {records:.3g} s")
     figures = rr.figures()
-    print(pd.DataFrame({"figure": list(figures), "value": [f"{v:.4g}" for v in figures.values()]}).to_string(
-        index=False))
+    print(table([{"figure": k, "value": f"{v:.4g}"} for k, v in figures.items()]))
     if args.out:
         rr.records.to_csv(args.out, index=False)
         print(f"records: {args.out}")
@@ -938,7 +938,7 @@ def _frf(dyn, q, md, args: argparse.Namespace) -> None:
                      "|H| at 1 Hz": f"{abs(np.interp(1.0, freq, np.abs(H[:, k]))):.4g}"})
     print(f"frequency response per m of {args.input} post motion ({', '.join(p.driver for p in lay.posts)}), "
           f"{FRF_BAND[0]:g} to {FRF_BAND[1]:g} Hz:")
-    print(pd.DataFrame(rows).to_string(index=False))
+    print(table(rows))
     shown = [k for k, n in enumerate(names) if (n in ("heave_acc", "pitch_acc", "roll_acc")
                                                 or n.startswith(("travel_", "post_"))) and np.abs(H[:, k]).max() > 0]
     print(rigplot.plot_bode(freq, H[:, shown], [names[k] for k in shown], md.frequency[~md.rigid], Path(args.frf)))

@@ -13,7 +13,7 @@ import sqlite3
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -260,22 +260,31 @@ def output_dir(text: str) -> str:
     return text
 
 
-def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
-    """Write data (text or bytes) to path so that readers see the old file or the whole new one, never a part.
+def table(rows: list[dict[str, object]]) -> str:
+    """Rows of one set of keys as a text table: a header of the keys, every column right-aligned to its widest."""
+    cols = {k: [k, *(str(r[k]) for r in rows)] for k in rows[0]}
+    width = {k: max(map(len, c)) for k, c in cols.items()}
+    return "\n".join(" ".join(cols[k][i].rjust(width[k]) for k in cols) for i in range(len(rows) + 1))
+
+
+def atomic_write(path: Path, data: str | bytes | Sequence[bytes | memoryview], mode: int | None = None) -> None:
+    """Write data (text, bytes, or bytes-like parts written one after another, unjoined) to path so that readers
+    see the old file or the whole new one, never a part.
 
     A symlink's target is replaced, not the link; a device or pipe (/dev/null, /dev/stdout) is written
     into, since replacing it would put a regular file in its place. The new file gets `mode`, by default
     0666 less the umask (mkstemp's 0600 would hide a report from everyone else)."""
-    binary = isinstance(data, bytes)
+    binary = not isinstance(data, str)
+    parts = [data] if isinstance(data, (str, bytes)) else data
     if path.exists() and not path.is_file():
         with open(path, "wb" if binary else "w") as f:
-            f.write(data)
+            f.writelines(parts)
         return
     path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb" if binary else "w") as f:
-            f.write(data)
+            f.writelines(parts)
         if mode is None:
             umask = os.umask(0)
             os.umask(umask)

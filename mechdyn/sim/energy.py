@@ -6,17 +6,30 @@ power the elements' dampers dissipate, c l̇² and c q̇², so that a damped mod
 balance E + ∫P_diss can be checked too. The stepper integrates that power in C
 at every step (Trajectory.dissipated); integrated here over the recorded rows
 alone, it is right only when every step is recorded.
+
+Two routes compute them, neither from the generated code: `energy_terms` at one
+state, from core.kinematics' spatial transforms, and `mechanics` at every row of
+a run in one call of mechanics.c's world-frame recursion (with the momentum,
+the loop closure residuals and the bodies' poses). The tests hold the second to
+the first on every model.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
-from tqdm import tqdm
 
+from mechdyn.blocks import each_block
+from mechdyn.codegen.build import build_source
+from mechdyn.contact.native import api
 from mechdyn.core.kinematics import forward_kinematics, point_state
-from mechdyn.core.model import BASE, Model
+from mechdyn.core.model import LOOP_ROWS, Model
 from mechdyn.core.spatial import mcI
+
+_SOURCE = Path(__file__).with_name("mechanics.c")
 
 
 def total_mass(model: Model) -> float:
@@ -43,94 +56,111 @@ def energy_terms(model: Model, q: np.ndarray, qd: np.ndarray) -> tuple[float, fl
     return float(T), float(V), float(P)
 
 
-def energy_balance(model: Model, t: np.ndarray, Q: np.ndarray, QD: np.ndarray,
-                   dissipated: np.ndarray | None = None, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def energy_balance(model: Model, t: np.ndarray, Q: np.ndarray, QD: np.ndarray, dissipated: np.ndarray | None = None,
+                   mech: Mechanics | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Total mechanical energy E(t), and E(t) + W(t), which an exact solution keeps at E(0).
 
-    E from `mechanics` (all rows at once). W is `dissipated` (the stepper's, integrated at every step) when
-    given, else ∫₀ᵗ P_diss by the trapezoidal rule over the rows themselves (energy_terms' power, row by row:
-    `progress` shows a bar over them on a terminal).
+    E from `mechanics` (`mech`, when the caller has it already). W is `dissipated` (the stepper's, integrated
+    at every step) when given, else ∫₀ᵗ P_diss by the trapezoidal rule over the rows themselves.
     """
-    mech = mechanics(model, Q, QD)
+    mech = mech or mechanics(model, Q, QD)
     E = mech.kinetic + mech.potential
     if dissipated is not None:
         return E, E + dissipated
-    if not any(e.c != 0.0 for e in (*model.tsdas, *model.rsdas)):
-        return E, E.copy()
-    rows = tqdm(zip(Q, QD), total=len(Q), desc=f"energy {model.name}", unit="row", leave=False,
-                disable=None if progress else True)
-    P = np.array([energy_terms(model, q, qd)[2] for q, qd in rows])
+    P = mech.power
     W = np.concatenate([[0.0], np.cumsum(0.5 * (P[1:] + P[:-1]) * np.diff(t))])
     return E, E + W
 
 
 @dataclass(frozen=True)
 class Mechanics:
-    """Per recorded row: kinetic and potential (gravity + springs) energy, J, and linear momentum Σ m·v_cg, N·s."""
+    """Per recorded row: kinetic and potential (gravity + springs) energy, J; linear momentum Σ m·v_cg, N·s; the
+    power the elements' dampers dissipate, W; the loop closure residuals φ (docs/conventions.md)."""
     kinetic: np.ndarray  # (n,)
     potential: np.ndarray  # (n,)
     momentum: np.ndarray  # (n, 3)
+    power: np.ndarray  # (n,)
+    closure: np.ndarray  # (n, nc)
+    poses: np.ndarray | None = None  # (n, nbody, 12): each body's R (row-major, body to world) and origin
 
 
-def _axis_rotations(a: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) physical rotations by theta about the unit vector a: cos θ 1 + sin θ a× + (1 − cos θ) a aᵀ."""
-    c, s = np.cos(theta)[:, None, None], np.sin(theta)[:, None, None]
-    ax = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-    return c * np.eye(3) + s * ax + (1.0 - c) * np.outer(a, a)
+JOINTS = {"revolute": 0, "prismatic": 1, "floating": 2}  # mechanics.c's joint codes
+ROW_KINDS = {"sep": 0, "dirs": 1, "dist": 2}
+AXES = {"x": 0, "y": 1, "z": 2, "u": 3, "w": 4, "as": 5, "ws": 6}  # mechanics.c's closure axes
 
 
-def _quat_rotations(Q: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) rotations of the unit quaternions Q (n, 4) = [w, x, y, z]."""
-    w, x, y, z = Q.T
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+def compile(text: str) -> ModuleType:  # noqa: A001  (the module's verb)
+    """The cffi module of C `text` with mechanics.c's API (a test's planted copy), through the compile cache."""
+    return build_source("mechanics", api(text)[0], text)
 
 
-def mechanics(model: Model, Q: np.ndarray, QD: np.ndarray) -> Mechanics:
-    """energy_terms' kinetic and potential energy, and the linear momentum, at every row of (Q, QD) at once.
+@cache
+def module() -> ModuleType:
+    """mechanics.c's cffi module, as the product compiles it."""
+    return compile(_SOURCE.read_text())
 
-    The same numeric kinematics (independent of the generated code), recursed down the tree in world
-    coordinates over all rows together: one pass per body instead of one per body and row, which is what makes
-    a stride-1 energy window affordable on m113 (153 bodies)."""
-    Q, QD = np.atleast_2d(np.asarray(Q, dtype=float)), np.atleast_2d(np.asarray(QD, dtype=float))
-    n, g = len(Q), np.asarray(model.gravity, dtype=float)
-    R, p, w, v = [], [], [], []  # per body (n, 3, 3) world rotation, origin, angular and origin velocity (world)
-    T, V, P = np.zeros(n), np.zeros(n), np.zeros((n, 3))
-    for i, b in enumerate(model.bodies):
-        q, qd = Q[:, model.qidx[i]:model.qidx[i] + b.nq], QD[:, model.vidx[i]:model.vidx[i] + b.nv]
-        if b.parent == BASE:
-            Rp, pp, wp, vp = np.broadcast_to(np.eye(3), (n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
-        else:
-            Rp, pp, wp, vp = R[b.parent], p[b.parent], w[b.parent], v[b.parent]
-        if b.joint == "floating":  # q: attitude quaternion, origin in parent coords; qd: [ω; v] in body coords
-            Rrel, r, wj, vj = _quat_rotations(q[:, :4]), q[:, 4:7], qd[:, :3], qd[:, 3:6]
-        elif b.joint == "revolute":  # the joint frame turned by rot, then by q about the axis
-            Rrel, r = b.rot @ _axis_rotations(b.axis, q[:, 0]), np.broadcast_to(b.xtree, (n, 3))
-            wj, vj = np.outer(qd[:, 0], b.axis), np.zeros((n, 3))
-        elif b.joint == "prismatic":
-            Rrel, r = np.broadcast_to(b.rot, (n, 3, 3)), b.xtree + np.outer(q[:, 0], b.rot @ b.axis)
-            wj, vj = np.zeros((n, 3)), np.outer(qd[:, 0], b.axis)
-        else:
+
+def _tree(model: Model, ffi) -> tuple[object, list[np.ndarray]]:
+    """mechanics.c's md_tree of `model`, and the arrays it points into (kept alive beside it)."""
+    bodies, loops = model.bodies, model.loops
+    for b in bodies:
+        if b.joint not in JOINTS:
             raise ValueError(f"body {b.name!r}: unsupported tree joint {b.joint!r}")
-        Ri = Rp @ Rrel
-        pi = pp + np.einsum("nij,nj->ni", Rp, r)
-        wi = wp + np.einsum("nij,nj->ni", Ri, wj)
-        vi = vp + np.cross(wp, pi - pp) + np.einsum("nij,nj->ni", Ri, vj)
-        R.append(Ri), p.append(pi), w.append(wi), v.append(vi)
-        c = np.einsum("nij,j->ni", Ri, b.cg)
-        vc = vi + np.cross(wi, c)
-        wb = np.einsum("nji,nj->ni", Ri, wi)  # ω in body coords
-        T += 0.5 * b.mass * np.einsum("ni,ni->n", vc, vc) + 0.5 * np.einsum("ni,ij,nj->n", wb, b.inertia, wb)
-        V -= b.mass * ((pi + c) @ g)
-        P += b.mass * vc
-    for e in model.tsdas:
-        ends = []
-        for k in (e.poi_a, e.poi_b):
-            poi = model.pois[k]
-            ends.append(np.broadcast_to(poi.pos, (n, 3)) if poi.body == BASE
-                        else p[poi.body] + np.einsum("nij,j->ni", R[poi.body], poi.pos))
-        V += 0.5 * e.k * (np.linalg.norm(ends[1] - ends[0], axis=1) - e.l0) ** 2
-    for e in model.rsdas:
-        V += 0.5 * e.k * (Q[:, model.qidx[e.body]] - e.q0) ** 2
-    return Mechanics(T, V, P)
+    ints = lambda rows: np.ascontiguousarray(np.array(rows, dtype=np.int32).reshape(-1))  # noqa: E731
+    reals = lambda rows: np.ascontiguousarray(np.array(rows, dtype=float).reshape(-1))  # noqa: E731
+    rows = []  # (loop, kind, axis, axis): a sep row reads one axis, a dist row none
+    for k, lp in enumerate(loops):
+        for kind, *names in LOOP_ROWS[lp.joint]:
+            axes = [AXES[a] for a in names] + [0, 0]
+            rows.append((k, ROW_KINDS[kind], axes[0], axes[1]))
+    fields = {
+        "parent": ints([b.parent for b in bodies]), "joint": ints([JOINTS[b.joint] for b in bodies]),
+        "qidx": ints([model.qidx[i] for i in range(len(bodies))]),
+        "vidx": ints([model.vidx[i] for i in range(len(bodies))]),
+        "rot": reals([b.rot for b in bodies]), "axis": reals([b.axis for b in bodies]),
+        "xtree": reals([b.xtree for b in bodies]), "mass": reals([b.mass for b in bodies]),
+        "cg": reals([b.cg for b in bodies]), "inertia": reals([b.inertia for b in bodies]),
+        "tsda_body": ints([(model.pois[e.poi_a].body, model.pois[e.poi_b].body) for e in model.tsdas]),
+        "tsda_pos": reals([(model.pois[e.poi_a].pos, model.pois[e.poi_b].pos) for e in model.tsdas]),
+        "tsda_klc": reals([(e.k, e.l0, e.c) for e in model.tsdas]),
+        "rsda_slot": ints([(model.qidx[e.body], model.vidx[e.body]) for e in model.rsdas]),
+        "rsda_kqc": reals([(e.k, e.q0, e.c) for e in model.rsdas]),
+        "loop_body": ints([(lp.pred, lp.succ) for lp in loops]),
+        "loop_geom": reals([[*lp.anchor_pred, *lp.anchor_succ, *lp.triad.reshape(-1),
+                             lp.length if lp.length is not None else 0.0] for lp in loops]),
+        "rows": ints(rows),
+    }
+    t = ffi.new("md_tree *")
+    t.nbody, t.nq, t.nv = len(bodies), model.nq, model.nv
+    t.gravity = list(map(float, model.gravity))
+    t.ntsda, t.nrsda, t.nloop, t.nc = len(model.tsdas), len(model.rsdas), len(loops), len(rows)
+    for name, a in fields.items():
+        setattr(t, name, ffi.from_buffer("int[]" if a.dtype == np.int32 else "double[]", a))
+    return t, list(fields.values())
+
+
+def mechanics(model: Model, Q: np.ndarray, QD: np.ndarray, poses: bool = False) -> Mechanics:
+    """The kinetic and potential energy, momentum, dissipated power and closure residuals at every row of (Q, QD)
+    (energy_terms' and loops.closure's quantities), and with `poses` every body's pose, by mechanics.c's numeric
+    kinematics: independent of the generated code, in one C call over all rows."""
+    Q = np.ascontiguousarray(np.atleast_2d(np.asarray(Q, dtype=float)))
+    QD = np.ascontiguousarray(np.atleast_2d(np.asarray(QD, dtype=float)))
+    if Q.ndim != 2 or QD.ndim != 2 or Q.shape != (len(Q), model.nq) or QD.shape != (len(Q), model.nv):
+        raise ValueError(f"Q has shape {Q.shape} and QD {QD.shape}; expected (n, {model.nq}) and (n, {model.nv}) "
+                         f"for model '{model.name}'")
+    mod = module()
+    ffi = mod.ffi
+    t, _arrays = _tree(model, ffi)  # _arrays: what t points into, alive through the call
+    n = len(Q)
+    T, V, P, M = np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3))
+    phi = np.empty((n, t.nc))
+    X = np.empty((n, model.nbody, 12)) if poses else None
+    buf = lambda a: ffi.from_buffer("double[]", a)  # noqa: E731
+
+    def rows(a: int, b: int) -> None:  # rows [a, b), with a workspace of their own (cffi releases the GIL)
+        work = np.empty(18 * max(model.nbody, 1))
+        mod.lib.md_mechanics(t, b - a, *(buf(x[a:b]) for x in (Q, QD, T, V, P, M)),
+                             buf(phi[a:b]) if t.nc else ffi.NULL, buf(X[a:b]) if poses else ffi.NULL, buf(work))
+
+    each_block(rows, n)
+    return Mechanics(T, V, M, P, phi, X)

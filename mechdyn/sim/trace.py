@@ -23,15 +23,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
 
+from mechdyn.blocks import each_block
 from mechdyn.cliutil import atomic_write
 from mechdyn.core.model import Model, Roller
+from mechdyn.core.spatial import R_to_rpy
 
 from .contact import AUX, STORED, ContactRun, ContactSim, Step, contact_periods
 from .energy import mechanics, total_mass
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLOATING_Q = ("qw", "qx", "qy", "qz", "x", "y", "z")
 FLOATING_V = ("wx", "wy", "wz", "vx", "vy", "vz")
@@ -140,13 +147,34 @@ def trace_bands(tr: Trace) -> list[TraceBand]:
 def write_trace(path: Path, model: Model, t, Q, QD, energy, dissipated, closure, meta: dict[str, str]) -> None:
     """Write a trace atomically (readers never see half a file)."""
     qn, vn = coordinate_names(model)
-    df = pd.DataFrame(np.column_stack([t, Q, QD, energy, dissipated]), columns=["t", *qn, *vn, "energy", "dissipated"])
-    if closure is not None:
-        df["closure"] = closure
+    cols = {"t": t} | dict(zip(qn, np.asarray(Q).T)) | dict(zip(vn, np.asarray(QD).T))
+    cols |= {"energy": energy, "dissipated": dissipated} | ({} if closure is None else {"closure": closure})
     head = {"model": model.name, "gravity": " ".join(f"{g:g}" for g in model.gravity),
             "floating": " ".join(b.name for b in model.bodies if b.joint == "floating")} | meta
-    preamble = "# mechdyn trace\n" + "".join(f"# {k}: {v}\n" for k, v in head.items())
-    atomic_write(path, preamble + df.to_csv(index=False, float_format="%.17g"))
+    atomic_write(path, trace_bytes(head, cols))
+
+
+def trace_bytes(head: dict[str, str], cols: dict[str, np.ndarray]) -> list[bytes | memoryview]:
+    """A trace file, in parts to write one after another: the `# mechdyn trace` preamble of `head` and the header
+    line, then the rows of `cols`, each number as the shortest text that reads back to the same double.
+
+    Arrow's CSV writer formats the numbers in C++ (a row loop in Python, or printf's %.17g, costs more than the
+    stepping that made them), in row blocks on as many threads as this process may use (blocks.each_block): the
+    writer releases the GIL, and formatting is the bulk of a trace's cost."""
+    text = "# mechdyn trace\n" + "".join(f"# {k}: {v}\n" for k, v in head.items()) + ",".join(cols) + "\n"
+    block = np.vstack([np.asarray(v, dtype=float) for v in cols.values()])  # a row of the block per column
+    rows = each_block(lambda a, b: _csv_rows(np.ascontiguousarray(block[:, a:b])), block.shape[1])
+    return [text.encode(), *map(memoryview, rows)]
+
+
+def _csv_rows(block: np.ndarray) -> pa.Buffer:
+    """The CSV rows (no header) of the columns that are block's rows (each contiguous)."""
+    # from the columns' buffers, not pa.array: that asks pandas whether it was handed a Series, importing it
+    columns = [pa.Array.from_buffers(pa.float64(), block.shape[1], [None, pa.py_buffer(c)]) for c in block]
+    out = pa.BufferOutputStream()
+    pacsv.write_csv(pa.Table.from_arrays(columns, names=[str(k) for k in range(len(columns))]), out,
+                    pacsv.WriteOptions(include_header=False))
+    return out.getvalue()
 
 
 def read_trace(path: Path) -> Trace:
@@ -161,6 +189,8 @@ def read_trace(path: Path) -> Trace:
                 meta[k.strip()] = v.strip()
     if "model" not in meta:
         raise ValueError(f"{path}:1: not a mechdyn trace; expected a '# model: NAME' preamble line")
+    import pandas as pd  # here: writing a trace never needs it
+
     return Trace(meta, pd.read_csv(path, comment="#"))
 
 
@@ -182,14 +212,6 @@ def roller_kind(r: Roller) -> str:
     """As its `roller` line declares it: "drive" (an end pulley that drives), "end" (an end pulley) or "face" (a
     road wheel, on the shoes' faces)."""
     return "face" if not r.end else "drive" if r.drive else "end"
-
-
-def roll_pitch_yaw(R: np.ndarray) -> np.ndarray:
-    """(n, 3) roll, pitch, yaw in degrees of body-to-world rotations R (n, 3, 3): R = Rz(yaw)·Ry(pitch)·Rx(roll)."""
-    roll = np.arctan2(R[:, 2, 1], R[:, 2, 2])
-    pitch = np.arcsin(np.clip(-R[:, 2, 0], -1.0, 1.0))
-    yaw = np.arctan2(R[:, 1, 0], R[:, 0, 0])
-    return np.degrees(np.column_stack([roll, pitch, yaw]))
 
 
 def hull_of(model: Model) -> int:
@@ -220,27 +242,27 @@ def _terrain_meta(sim: ContactSim, X: np.ndarray) -> dict[str, str]:
 
 
 def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = None,
-                        meta: dict[str, str] | None = None) -> tuple[dict[str, str], pd.DataFrame]:
+                        meta: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, np.ndarray]]:
     """The preamble and columns of a contact run's trace (write_contact_trace writes them).
 
     The run's own rows (its stride: about 2000 rows is the caller's choice of stride). `step`: how dt was chosen
     (accuracy_step's), printed with it; without it the preamble gives dt as samples of the shortest contact period.
-    `meta`: more preamble lines. The energy columns come from the numeric kinematics (energy.mechanics), not the
-    generated code."""
+    `meta`: more preamble lines. The energy columns and the bodies' positions come from the numeric kinematics
+    (energy.mechanics), not the generated code."""
     dyn, model = sim.dyn, sim.dyn.model
     if run.q.shape[1:] != (dyn.nq,) or run.aux.shape[1:] != (len(AUX),):
         raise ValueError(f"the run has q of shape {run.q.shape} and aux {run.aux.shape}; expected (n, {dyn.nq}) "
                          f"and (n, {len(AUX)}) for model '{model.name}'")
     hull = hull_of(model)
-    X = np.array([dyn.bodies(q, qd) for q, qd in zip(run.q, run.qd)])  # (n, nbody, 18)
+    mech = mechanics(model, run.q, run.qd, poses=True)
+    X = mech.poses  # (n, nbody, 12): R row-major, then the origin
     qn, _ = coordinate_names(model)
     h = model.qidx[hull]
     cols: dict[str, np.ndarray] = {"t": run.t}
     cols |= {qn[h + k]: run.q[:, h + k] for k in range(model.bodies[hull].nq)}
-    rpy = roll_pitch_yaw(X[:, hull, :9].reshape(-1, 3, 3))
+    rpy = np.degrees(R_to_rpy(X[:, hull, :9].reshape(-1, 3, 3)))
     cols |= {"roll": rpy[:, 0], "pitch": rpy[:, 1], "yaw": rpy[:, 2]}
     cols |= {name: run.aux[:, k] for k, name in enumerate(AUX)}
-    mech = mechanics(model, run.q, run.qd)
     cols["kinetic"], cols["potential"] = mech.kinetic, mech.potential
     cols["energy"] = mech.kinetic + mech.potential + sum(cols[c] for c in STORED)
     bands = sim.contact.bands
@@ -271,12 +293,10 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
         head[f"{key}.thickness"] = _num(t.thickness if t.thickness is not None else float("nan"))
         head[f"{key}.pin_axis"] = _nums(X[0, b.first_shoe, :9].reshape(3, 3)[:, 1])  # a side view's pad side
     head |= _terrain_meta(sim, X)
-    return head | (meta or {}), pd.DataFrame(cols)
+    return head | (meta or {}), cols
 
 
 def write_contact_trace(path: Path, sim: ContactSim, run: ContactRun, step: Step | None = None,
                         meta: dict[str, str] | None = None) -> None:
     """Write a contact run's trace atomically (contact_trace_frame's preamble and columns)."""
-    head, df = contact_trace_frame(sim, run, step, meta)
-    preamble = "# mechdyn trace\n" + "".join(f"# {k}: {v}\n" for k, v in head.items())
-    atomic_write(path, preamble + df.to_csv(index=False))  # pandas writes the shortest text that reads back exactly
+    atomic_write(path, trace_bytes(*contact_trace_frame(sim, run, step, meta)))

@@ -1,0 +1,40 @@
+"""Row blocks for work that C or C++ does with the GIL released: a run's records split over as many threads as
+this process may use, so the post-processing of a run (its energies, its trace's text) takes both cores of a
+two-core machine rather than one."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import TypeVar
+
+MOST_THREADS = 4  # beyond this the blocks' own overhead eats the gain on a run's few thousand rows
+SMALLEST = 500  # rows: a shorter block costs more to hand to a thread than to do in place
+
+T = TypeVar("T")
+
+
+def row_blocks(n: int) -> list[tuple[int, int]]:
+    """[start, end) ranges covering rows 0..n, one per thread: as many as the cores this process may run on (at
+    most MOST_THREADS), none shorter than SMALLEST rows unless there is only one."""
+    k = max(1, min(len(os.sched_getaffinity(0)), MOST_THREADS, n // SMALLEST))
+    edges = [n * i // k for i in range(k + 1)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def each_block(work: Callable[[int, int], T], n: int) -> list[T]:
+    """work(start, end) on every one of row_blocks(n), on threads when there is more than one; their results in
+    row order. `work` must release the GIL to gain anything (a cffi call, Arrow's writer)."""
+    blocks = row_blocks(n)
+    if len(blocks) == 1:
+        return [work(*blocks[0])]
+    return list(_pool().map(lambda b: work(*b), blocks))
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    """The threads the blocks run on, started once and kept: a run's post-processing calls each_block more than
+    once, and each call is a few milliseconds."""
+    return ThreadPoolExecutor(MOST_THREADS, thread_name_prefix="mechdyn-blocks")
+
