@@ -4,7 +4,7 @@ two-core machine rather than one."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import TypeVar
@@ -15,21 +15,22 @@ SMALLEST = 500  # rows: a shorter block costs more to hand to a thread than to d
 T = TypeVar("T")
 
 
-def row_blocks(n: int) -> list[tuple[int, int]]:
-    """[start, end) ranges covering rows 0..n, one per thread: as many as the cores this process may run on (at
-    most MOST_THREADS), none shorter than SMALLEST rows unless there is only one."""
-    k = max(1, min(len(os.sched_getaffinity(0)), MOST_THREADS, n // SMALLEST))
+def row_blocks(n: int, per_thread: int = 1) -> list[tuple[int, int]]:
+    """[start, end) ranges covering rows 0..n, `per_thread` for each thread: as many threads as the cores this
+    process may run on (at most MOST_THREADS), no block shorter than SMALLEST rows unless there is only one."""
+    k = max(1, min(per_thread * min(len(os.sched_getaffinity(0)), MOST_THREADS), n // SMALLEST))
     edges = [n * i // k for i in range(k + 1)]
     return list(zip(edges[:-1], edges[1:]))
 
 
-def each_block(work: Callable[[int, int], T], n: int) -> list[T]:
-    """work(start, end) on every one of row_blocks(n), on threads when there is more than one; their results in
-    row order. `work` must release the GIL to gain anything (a cffi call, Arrow's writer)."""
-    blocks = row_blocks(n)
+def each_block(work: Callable[[int, int], T], n: int, per_thread: int = 1) -> Iterator[T]:
+    """work(start, end) on every one of row_blocks(n, per_thread), on threads when there is more than one; their
+    results in row order, each as soon as it and those before it are done (a consumer can write the first while
+    the threads work on the rest). `work` must release the GIL to gain anything (a cffi call, Arrow's writer)."""
+    blocks = row_blocks(n, per_thread)
     if len(blocks) == 1:
-        return [work(*blocks[0])]
-    return list(_pool().map(lambda b: work(*b), blocks))
+        return iter([work(*blocks[0])])
+    return _pool().map(lambda b: work(*b), blocks)
 
 
 @cache

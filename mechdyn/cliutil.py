@@ -13,7 +13,7 @@ import sqlite3
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -267,9 +267,9 @@ def table(rows: list[dict[str, object]]) -> str:
     return "\n".join(" ".join(cols[k][i].rjust(width[k]) for k in cols) for i in range(len(rows) + 1))
 
 
-def atomic_write(path: Path, data: str | bytes | Sequence[bytes | memoryview], mode: int | None = None) -> None:
-    """Write data (text, bytes, or bytes-like parts written one after another, unjoined) to path so that readers
-    see the old file or the whole new one, never a part.
+def atomic_write(path: Path, data: str | bytes | Iterable[bytes | memoryview], mode: int | None = None) -> None:
+    """Write data (text, bytes, or bytes-like parts written one after another as the iterable yields them,
+    unjoined) to path so that readers see the old file or the whole new one, never a part.
 
     A symlink's target is replaced, not the link; a device or pipe (/dev/null, /dev/stdout) is written
     into, since replacing it would put a regular file in its place. The new file gets `mode`, by default

@@ -162,5 +162,5 @@ def mechanics(model: Model, Q: np.ndarray, QD: np.ndarray, poses: bool = False) 
         mod.lib.md_mechanics(t, b - a, *(buf(x[a:b]) for x in (Q, QD, T, V, P, M)),
                              buf(phi[a:b]) if t.nc else ffi.NULL, buf(X[a:b]) if poses else ffi.NULL, buf(work))
 
-    each_block(rows, n)
+    list(each_block(rows, n))  # every block done before the arrays are read
     return Mechanics(T, V, M, P, phi, X)

@@ -137,13 +137,14 @@ def patch_slip(con: Contact, dyn: Dynamics, run: ContactRun, normal: np.ndarray,
     if not len(shoes):
         return float("nan"), 0
     mid = start + window / 2
+    origins = mechanics(dyn.model, run.q[i0:], run.qd[i0:], poses=True).poses[:, shoes, 9:12].mean(axis=1)
     means = []
     for lo, hi in ((start, mid), (mid, t[-1] + 1e-9)):
-        rows = [i for i in range(i0, len(t)) if lo - 1e-9 <= t[i] < hi - 1e-9]
-        if not rows:
+        rows = np.flatnonzero((t[i0:] >= lo - 1e-9) & (t[i0:] < hi - 1e-9))
+        if not rows.size:
             raise ValueError(f"no recorded row in [{lo:.4g}, {hi:.4g}) s, half of the slip's {window:g} s window: "
                              "the slip cannot be measured; record the run more densely")
-        means.append(np.mean([dyn.bodies(run.q[i], run.qd[i])[shoes, 9:12].mean(axis=0) for i in rows], axis=0))
+        means.append(origins[rows].mean(axis=0))
     d = means[1] - means[0]
     return float(np.linalg.norm(d - (d @ normal) * normal) / (window / 2)), len(shoes)
 

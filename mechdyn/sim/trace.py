@@ -21,6 +21,7 @@ length, pad and thickness, and the terrain (a plane's n and d, or a profile samp
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -154,21 +155,24 @@ def write_trace(path: Path, model: Model, t, Q, QD, energy, dissipated, closure,
     atomic_write(path, trace_bytes(head, cols))
 
 
-def trace_bytes(head: dict[str, str], cols: dict[str, np.ndarray]) -> list[bytes | memoryview]:
-    """A trace file, in parts to write one after another: the `# mechdyn trace` preamble of `head` and the header
-    line, then the rows of `cols`, each number as the shortest text that reads back to the same double.
+def trace_bytes(head: dict[str, str], cols: dict[str, np.ndarray]) -> Iterator[bytes | memoryview]:
+    """A trace file, in parts to write one after another as they come: the `# mechdyn trace` preamble of `head`
+    and the header line, then the rows of `cols` in blocks, each number as the shortest text that reads back to
+    the same double.
 
     Arrow's CSV writer formats the numbers in C++ (a row loop in Python, or printf's %.17g, costs more than the
     stepping that made them), in row blocks on as many threads as this process may use (blocks.each_block): the
-    writer releases the GIL, and formatting is the bulk of a trace's cost."""
+    writer releases the GIL, formatting is the bulk of a trace's cost, and a block is written while the threads
+    format the next."""
     text = "# mechdyn trace\n" + "".join(f"# {k}: {v}\n" for k, v in head.items()) + ",".join(cols) + "\n"
     block = np.vstack([np.asarray(v, dtype=float) for v in cols.values()])  # a row of the block per column
-    rows = each_block(lambda a, b: _csv_rows(np.ascontiguousarray(block[:, a:b])), block.shape[1])
-    return [text.encode(), *map(memoryview, rows)]
+    yield text.encode()
+    yield from map(memoryview, each_block(lambda a, b: _csv_rows(block[:, a:b]), block.shape[1], per_thread=2))
 
 
 def _csv_rows(block: np.ndarray) -> pa.Buffer:
-    """The CSV rows (no header) of the columns that are block's rows (each contiguous)."""
+    """The CSV rows (no header) of the columns that are block's rows (each contiguous: a C-ordered block's rows,
+    or a slice of them along its columns)."""
     # from the columns' buffers, not pa.array: that asks pandas whether it was handed a Series, importing it
     columns = [pa.Array.from_buffers(pa.float64(), block.shape[1], [None, pa.py_buffer(c)]) for c in block]
     out = pa.BufferOutputStream()
