@@ -24,6 +24,7 @@ import numpy as np
 
 from mechdyn.blocks import each_block
 from mechdyn.codegen.build import build_source
+from mechdyn.codegen.capi import BODY_ROW
 from mechdyn.contact.native import api
 from mechdyn.core.kinematics import forward_kinematics, point_state
 from mechdyn.core.model import LOOP_ROWS, Model
@@ -81,7 +82,7 @@ class Mechanics:
     momentum: np.ndarray  # (n, 3)
     power: np.ndarray  # (n,)
     closure: np.ndarray  # (n, nc)
-    poses: np.ndarray | None = None  # (n, nbody, 12): each body's R (row-major, body to world) and origin
+    poses: np.ndarray | None = None  # (n, nbody, 18): R (row-major, body to world), origin, ω, origin's velocity
 
 
 JOINTS = {"revolute": 0, "prismatic": 1, "floating": 2}  # mechanics.c's joint codes
@@ -141,7 +142,8 @@ def _tree(model: Model, ffi) -> tuple[object, list[np.ndarray]]:
 
 def mechanics(model: Model, Q: np.ndarray, QD: np.ndarray, poses: bool = False) -> Mechanics:
     """The kinetic and potential energy, momentum, dissipated power and closure residuals at every row of (Q, QD)
-    (energy_terms' and loops.closure's quantities), and with `poses` every body's pose, by mechanics.c's numeric
+    (energy_terms' and loops.closure's quantities), and with `poses` every body's pose and velocity in the rows
+    of fwd_dyn_bodies (BODY_ROW: R row-major, origin, ω, the origin's velocity, world), by mechanics.c's numeric
     kinematics: independent of the generated code, in one C call over all rows."""
     Q = np.ascontiguousarray(np.atleast_2d(np.asarray(Q, dtype=float)))
     QD = np.ascontiguousarray(np.atleast_2d(np.asarray(QD, dtype=float)))
@@ -154,7 +156,7 @@ def mechanics(model: Model, Q: np.ndarray, QD: np.ndarray, poses: bool = False) 
     n = len(Q)
     T, V, P, M = np.empty(n), np.empty(n), np.empty(n), np.empty((n, 3))
     phi = np.empty((n, t.nc))
-    X = np.empty((n, model.nbody, 12)) if poses else None
+    X = np.empty((n, model.nbody, BODY_ROW)) if poses else None
     buf = lambda a: ffi.from_buffer("double[]", a)  # noqa: E731
 
     def rows(a: int, b: int) -> None:  # rows [a, b), with a workspace of their own (cffi releases the GIL)

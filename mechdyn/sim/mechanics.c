@@ -34,8 +34,9 @@ typedef struct {
 } md_tree;
 
 /* Rows [0, n) of (Q, QD): kinetic, potential (gravity and springs), dissipated power and momentum into T, V, P,
- * M (n x 3), closure residuals into phi (n x nc, NULL: none), and every body's R (row-major, body to world) and
- * origin into poses (n x nbody x 12, NULL: none); work holds nbody x 18 doubles. */
+ * M (n x 3), closure residuals into phi (n x nc, NULL: none), and every body's pose and velocity into poses
+ * (n x nbody x 18, NULL: none: R row-major body to world, origin, ω, origin's velocity, as fwd_dyn_bodies'
+ * rows); work holds nbody x 18 doubles. */
 void md_mechanics(const md_tree *t, long n, const double *Q, const double *QD, double *T, double *V, double *P,
                   double *M, double *phi, double *poses, double *work);
 /* API end */
@@ -248,6 +249,9 @@ void md_mechanics(const md_tree *t, long n, const double *Q, const double *QD, d
         if (phi)
             closure(t, work, wv, phi + r * t->nc);
         if (poses)
-            memcpy(poses + r * 12 * t->nbody, work, 12 * t->nbody * sizeof *work);
+            for (int i = 0; i < t->nbody; i++) {
+                memcpy(poses + (r * t->nbody + i) * 18, work + 12 * i, 12 * sizeof *work);
+                memcpy(poses + (r * t->nbody + i) * 18 + 12, wv + 6 * i, 6 * sizeof *work);
+            }
     }
 }

@@ -21,6 +21,7 @@ from mechdyn.core.kinematics import forward_kinematics
 from mechdyn.core.model import Model
 from mechdyn.dynamics import Dynamics
 
+from .energy import mechanics
 from .run import Trajectory, simulate
 
 
@@ -247,49 +248,67 @@ class Ride:
     def __init__(self, dyn: Dynamics, lay: Layout, reactions: bool = True) -> None:
         m = dyn.model
         self.dyn, self.lay, self.reactions = dyn, lay, reactions
-        self.R0 = dyn.bodies(m.q0(), np.zeros(m.nv))[lay.chassis, :9].reshape(3, 3)
+        self.R0 = poses(m, m.q0()[None], np.zeros((1, m.nv)))[0, lay.chassis, :9].reshape(3, 3)
         post = {p.driver for p in lay.posts}
         self.names = (["heave", "pitch", "roll"] + [f"travel_{p.driver}" for p in lay.posts]
                       + [f"force_{e.name}" for e in m.tsdas]
                       + ([("post_" if d.name in post else "driver_") + d.name for d in m.drivers] if reactions else []))
 
     def __call__(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray) -> np.ndarray:
-        dyn, lay, m = self.dyn, self.lay, self.dyn.model
-        rows = dyn.bodies(q, qd)
-        Rc, pc = rows[lay.chassis, :9].reshape(3, 3), rows[lay.chassis, 9:12]
-        Rrel = self.R0.T @ Rc
-        out = [(pc + Rc @ m.bodies[lay.chassis].cg)[2], -math.asin(max(-1.0, min(1.0, Rrel[2, 0]))),
-               math.atan2(Rrel[2, 1], Rrel[2, 2])]
-        out += [(Rc.T @ (rows[p.wheel, 9:12] - pc))[2] for p in lay.posts]
-        if m.tsdas:
-            obs, base = dyn.observe(q, qd), 6 * len(m.pois)
-            out += [-(e.k * (obs[base + 2 * k] - e.l0) + e.c * obs[base + 2 * k + 1]) for k, e in enumerate(m.tsdas)]
+        m = self.dyn.model
+        y = self.kinematic(poses(m, np.asarray(q, dtype=float)[None], np.asarray(qd, dtype=float)[None]))[0]
         if self.reactions:
-            out += list(dyn.react(q, qd, np.zeros(m.nv), None, act)[1])
-        return np.array(out)
+            y = np.concatenate([y, self.dyn.react(q, qd, np.zeros(m.nv), None, act)[1]])
+        return y
+
+    def kinematic(self, X: np.ndarray) -> np.ndarray:
+        """(n, k): the quantities but the reactions at rows of the bodies' poses and velocities X (n, nbody,
+        BODY_ROW, energy.mechanics'), all rows at once."""
+        m, lay, c = self.dyn.model, self.lay, self.lay.chassis
+        Rc, pc = X[:, c, :9].reshape(-1, 3, 3), X[:, c, 9:12]
+        Rrel = self.R0.T @ Rc
+        cols = [(pc + Rc @ m.bodies[c].cg)[:, 2], -np.arcsin(np.clip(Rrel[:, 2, 0], -1.0, 1.0)),
+                np.arctan2(Rrel[:, 2, 1], Rrel[:, 2, 2])]
+        cols += [np.einsum("nji,nj->ni", Rc, X[:, p.wheel, 9:12] - pc)[:, 2] for p in lay.posts]
+        for e in m.tsdas:
+            (a, va), (b, vb) = (_point(X, m.pois[k]) for k in (e.poi_a, e.poi_b))
+            d = b - a
+            length = np.linalg.norm(d, axis=1)
+            rate = np.einsum("ni,ni->n", d, vb - va) / length
+            cols.append(-(e.k * (length - e.l0) + e.c * rate))
+        return np.column_stack(cols)
+
+
+def poses(model: Model, Q: np.ndarray, QD: np.ndarray) -> np.ndarray:
+    """(n, nbody, BODY_ROW) every body's pose and velocity at the rows of (Q, QD), by the numeric kinematics."""
+    return mechanics(model, Q, QD, poses=True).poses
+
+
+def _point(X: np.ndarray, poi) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 3) world position and velocity of a point of interest at rows of poses X."""
+    if poi.body < 0:
+        return np.broadcast_to(poi.pos, (len(X), 3)), np.zeros((len(X), 3))
+    R, p, w, v = X[:, poi.body, :9].reshape(-1, 3, 3), X[:, poi.body, 9:12], X[:, poi.body, 12:15], X[:, poi.body, 15:18]
+    r = R @ poi.pos
+    return p + r, v + np.cross(w, r)
 
 
 def records(dyn: Dynamics, lay: Layout, tr: Trajectory) -> pd.DataFrame:
     """Ride's quantities at every recorded row, heave, pitch, roll and the travels from the first row's, with
     the chassis's accelerations: heave_acc (central differences of its CG's vertical velocity), pitch_acc and
     roll_acc (of its angular velocity about y and x, base axes); the drivers' reactions are the stepper's
-    (Trajectory.reactions)."""
+    (Trajectory.reactions). All rows at once, from one call of the numeric kinematics."""
     ride = Ride(dyn, lay, reactions=False)
     c, cg = lay.chassis, dyn.model.bodies[lay.chassis].cg
-    Y, V, W = [], [], []
-    act = np.zeros(dyn.nact)
-    for q, qd in zip(tr.q, tr.qd):
-        Y.append(ride(q, qd, act))
-        rows = dyn.bodies(q, qd)
-        Rc, wc, vc = rows[c, :9].reshape(3, 3), rows[c, 12:15], rows[c, 15:18]
-        V.append((vc + np.cross(wc, Rc @ cg))[2])
-        W.append(wc[:2])
-    Y, W = np.array(Y), np.array(W)
+    X = poses(dyn.model, tr.q, tr.qd)
+    Y = ride.kinematic(X)
+    Rc, wc, vc = X[:, c, :9].reshape(-1, 3, 3), X[:, c, 12:15], X[:, c, 15:18]
+    V = (vc + np.cross(wc, Rc @ cg))[:, 2]
     nmove = 3 + len(lay.posts)
     Y[:, :nmove] -= Y[0, :nmove]
     grad = (lambda x: np.gradient(x, tr.t)) if len(tr.t) > 2 else np.zeros_like
     cols = {"t": tr.t, **dict(zip(ride.names, Y.T))}
-    cols.update(heave_acc=grad(np.array(V)), pitch_acc=grad(W[:, 1]), roll_acc=grad(W[:, 0]))
+    cols.update(heave_acc=grad(V), pitch_acc=grad(wc[:, 1]), roll_acc=grad(wc[:, 0]))
     post = {p.driver for p in lay.posts}
     for k, d in enumerate(dyn.model.drivers):
         cols[("post_" if d.name in post else "driver_") + d.name] = tr.reactions[:, k]

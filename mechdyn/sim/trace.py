@@ -259,7 +259,7 @@ def contact_trace_frame(sim: ContactSim, run: ContactRun, step: Step | None = No
                          f"and (n, {len(AUX)}) for model '{model.name}'")
     hull = hull_of(model)
     mech = mechanics(model, run.q, run.qd, poses=True)
-    X = mech.poses  # (n, nbody, 12): R row-major, then the origin
+    X = mech.poses  # (n, nbody, 18): R row-major, the origin, ω, v
     qn, _ = coordinate_names(model)
     h = model.qidx[hull]
     cols: dict[str, np.ndarray] = {"t": run.t}

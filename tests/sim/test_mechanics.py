@@ -34,7 +34,8 @@ def reference(model, Q, QD) -> dict[str, np.ndarray]:
         out["momentum"].append(sum(b.mass * kin.R[i] @ (kin.v[i, 3:] + np.cross(kin.v[i, :3], b.cg))
                                    for i, b in enumerate(model.bodies)))
         out["closure"].append(closure(model, q)[0] if model.loops else np.zeros(0))
-        out["poses"].append(np.concatenate([kin.R.reshape(-1, 9), kin.p], axis=1))
+        w, v = (np.einsum("bij,bj->bi", kin.R, kin.v[:, k:k + 3]) for k in (0, 3))  # body coords to world
+        out["poses"].append(np.concatenate([kin.R.reshape(-1, 9), kin.p, w, v], axis=1))
     return {k: np.array(v) for k, v in out.items()}
 
 
