@@ -18,9 +18,14 @@ T = TypeVar("T")
 def row_blocks(n: int, per_thread: int = 1) -> list[tuple[int, int]]:
     """[start, end) ranges covering rows 0..n, `per_thread` for each thread: as many threads as the cores this
     process may run on (at most MOST_THREADS), no block shorter than SMALLEST rows unless there is only one."""
-    k = max(1, min(per_thread * min(len(os.sched_getaffinity(0)), MOST_THREADS), n // SMALLEST))
+    k = max(1, min(per_thread * min(cores(), MOST_THREADS), n // SMALLEST))
     edges = [n * i // k for i in range(k + 1)]
     return list(zip(edges[:-1], edges[1:]))
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the system keeps one, as Linux does)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def each_block(work: Callable[[int, int], T], n: int, per_thread: int = 1) -> Iterator[T]:
