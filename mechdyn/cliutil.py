@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mechdyn.core.errors import MechError, MechWarning, clip
-from mechdyn.sim.run import MAX_STEPS, step_count
+from mechdyn.sim.limits import MAX_STEPS, step_count
 
 if TYPE_CHECKING:
     from mechdyn.core.model import Model

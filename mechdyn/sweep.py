@@ -195,10 +195,16 @@ def evaluate(job: Job, point: Point) -> dict:
 # -- the table --------------------------------------------------------------------------------------------------
 
 def read(table: Path):
-    """The table's rows so far (an empty DataFrame when there is no table)."""
+    """The table's rows so far (an empty DataFrame when there is no table). Read from one open file: by its path,
+    Arrow opens the file more than once, and a writer's rename between the opens pairs one table's footer with
+    the other's pages."""
     import pandas as pd
 
-    return pd.read_parquet(table) if table.exists() else pd.DataFrame()
+    try:
+        with open(table, "rb") as f:
+            return pd.read_parquet(f)
+    except FileNotFoundError:
+        return pd.DataFrame()
 
 
 def write(rows: list[dict], table: Path) -> None:

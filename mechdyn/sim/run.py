@@ -5,6 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from tqdm import tqdm
 
 from mechdyn.codegen.stepper import SCHEMES
 from mechdyn.core.sample import states
@@ -12,10 +13,10 @@ from mechdyn.dynamics import Dynamics, integer, real_array, real_scalar
 
 from . import implicit as imp
 from .drivers import DriverSet
+from .limits import MAX_STEPS, step_count  # noqa: F401  (MAX_STEPS: re-exported beside step_count)
 
 IMPLICIT = ("galpha", "hht")  # the implicit schemes (implicit.py); SCHEMES holds the explicit ones
 
-MAX_STEPS = 10**9  # a run longer than this is a typo (dt 1e-300), not a plan: hours of stepping
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,6 @@ def _schedules(dyn: Dynamics, tau, fext, act) -> tuple[int, list[np.ndarray | No
     nsched = max(lengths.values(), default=1)
     return nsched, [None if s is None else np.ascontiguousarray(np.broadcast_to(s, (nsched, *s.shape[1:])))
                     for s in named.values()]
-
-
-def step_count(T: float, dt: float) -> int:
-    """The steps of a run of T seconds at dt (finite, dt > 0, T >= 0); ValueError past MAX_STEPS."""
-    n = T / dt
-    if not n <= MAX_STEPS:
-        raise ValueError(f"T {T:g} at dt {dt:g} would take {n:.3g} steps; at most {MAX_STEPS:.0e} are allowed")
-    return int(round(n))
 
 
 def simulate(dyn: Dynamics, q0, qd0, T: float, dt: float, scheme: str = "verlet", stride: int = 1,
@@ -158,8 +151,6 @@ def _records(dyn: Dynamics, q: np.ndarray, qd: np.ndarray, nrec: int) -> tuple[n
 def _chunked(dyn: Dynamics, nsteps: int, stride: int, progress: bool, advance: Callable[[int, int], int]) -> int:
     """advance(done, n) on chunks of whole strides (so a progress bar can follow a long run) until nsteps are done
     or a chunk completes fewer than its n; the steps completed."""
-    from tqdm import tqdm  # here: `mechdyn` commands that never step import this module for its limits
-
     chunk = max(stride, (nsteps // 100) // stride * stride) if progress else max(nsteps, 1)
     done = 0
     with tqdm(total=nsteps, desc=f"sim {dyn.model.name}", unit="step", unit_scale=True, leave=False,

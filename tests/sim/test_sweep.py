@@ -41,9 +41,9 @@ def test_a_killed_worker_loses_no_point(tmp_path, monkeypatch):
     points = sweep.grid({"spring.k": [1.3e5, 1.5e5, 1.7e5, 1.9e5, 2.1e5], "shock.c": [2000.0, 3000.0, 4000.0]})
     serial = sweep.run(JOB, points, tmp_path / "serial.parquet", workers=0)
     table = tmp_path / "killed.parquet"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        pids = list(client.run(os.getpid).values())
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:  # closed before the sweep's own: two clients in one process race their loops
+            pids = list(client.run(os.getpid).values())
         killed: list[int] = []
 
         def kill_when_rows_arrive() -> None:
@@ -51,7 +51,7 @@ def test_a_killed_worker_loses_no_point(tmp_path, monkeypatch):
             while not table.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
             os.kill(pids[0], signal.SIGKILL)
-            killed.append(len(pd.read_parquet(table)))
+            killed.append(len(sweep.read(table)))
 
         t = threading.Thread(target=kill_when_rows_arrive)
         t.start()
@@ -150,3 +150,24 @@ def test_settle_sweep_over_the_ground(tmp_path):
     out = sweep.run(job, sweep.grid({"ground.kn": [2e5, 8e5]}), tmp_path / "t.parquet", workers=0)
     assert (out["status"] == "ok").all() and {"crush", "load passed", "gates passed"} <= set(out.columns)
     assert out["ground depth [m]"][0] > out["ground depth [m]"][1] > 0
+
+
+def test_a_reader_never_sees_half_a_rewrite(tmp_path):
+    """A table rewritten 200 times on one thread while another reads it: every read is one whole table."""
+    table = tmp_path / "t.parquet"
+    sizes = [3, 40]
+    sweep.write([{"point": k, "x": 1.0} for k in range(sizes[0])], table)
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        for i in range(200):
+            sweep.write([{"point": k, "x": float(i)} for k in range(sizes[i % 2])], table)
+        stop.set()
+
+    t = threading.Thread(target=rewrite)
+    t.start()
+    seen = set()
+    while not stop.is_set():
+        seen.add(len(sweep.read(table)))
+    t.join()
+    assert seen <= set(sizes) and seen, seen
