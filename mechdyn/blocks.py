@@ -18,14 +18,16 @@ T = TypeVar("T")
 def row_blocks(n: int, per_thread: int = 1) -> list[tuple[int, int]]:
     """[start, end) ranges covering rows 0..n, `per_thread` for each thread: as many threads as the cores this
     process may run on (at most MOST_THREADS), no block shorter than SMALLEST rows unless there is only one."""
-    k = max(1, min(per_thread * min(cores(), MOST_THREADS), n // SMALLEST))
+    k = max(1, min(per_thread * threads(), n // SMALLEST))
     edges = [n * i // k for i in range(k + 1)]
     return list(zip(edges[:-1], edges[1:]))
 
 
-def cores() -> int:
-    """The cores this process may run on (its affinity where the system keeps one, as Linux does)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def threads() -> int:
+    """The threads the blocks run on: one per core this process may run on (its affinity where the system keeps
+    one, as Linux does), at most MOST_THREADS. More threads than cores only make the blocks finish together."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cores, MOST_THREADS)
 
 
 def each_block(work: Callable[[int, int], T], n: int, per_thread: int = 1) -> Iterator[T]:
@@ -41,6 +43,7 @@ def each_block(work: Callable[[int, int], T], n: int, per_thread: int = 1) -> It
 @cache
 def _pool() -> ThreadPoolExecutor:
     """The threads the blocks run on, started once and kept: a run's post-processing calls each_block more than
-    once, and each call is a few milliseconds."""
-    return ThreadPoolExecutor(MOST_THREADS, thread_name_prefix="mechdyn-blocks")
+    once, and each call is a few milliseconds. (A test that changes the affinity sees blocks split for it, run
+    on the threads already started.)"""
+    return ThreadPoolExecutor(threads(), thread_name_prefix="mechdyn-blocks")
 
