@@ -174,7 +174,8 @@ def _csv_rows(block: np.ndarray) -> pa.Buffer:
     """The CSV rows (no header) of the columns that are block's rows (each contiguous: a C-ordered block's rows,
     or a slice of them along its columns)."""
     # from the columns' buffers, not pa.array: that asks pandas whether it was handed a Series, importing it
-    columns = [pa.Array.from_buffers(pa.float64(), block.shape[1], [None, pa.py_buffer(c)]) for c in block]
+    columns = [pa.Array.from_buffers(pa.float64(), block.shape[1], [None, pa.py_buffer(np.ascontiguousarray(c))])
+               for c in block]
     out = pa.BufferOutputStream()
     pacsv.write_csv(pa.Table.from_arrays(columns, names=[str(k) for k in range(len(columns))]), out,
                     pacsv.WriteOptions(include_header=False))
